@@ -56,10 +56,13 @@ def test_moe_layer_overlaps_its_attention_by_hand():
 
 
 def test_models_with_other_mixers_are_not_overlapped():
-    """MLA's latents, Gated DeltaNet, Mamba-2 and DeepSeek-V4's attention have linears the pairs' q/k/v widths do not
-    describe: not modelled, and the outputs say so (time.expected.tp_overlap 'none', the step as without)."""
+    """Gated DeltaNet, Mamba-2 and DeepSeek-V4's attention have linears the pairs' q/k/v widths do not describe: not
+    modelled under either engine; MLA under Megatron-Core takes none (building its down-projection turns
+    tp_comm_overlap off for the model); the outputs say so (time.expected.tp_overlap 'none', the step as without)."""
     for mixer in tp_overlap.OTHER_MIXERS:
         assert tp_overlap.in_model(MEGATRON, experts=False, mixers=(mixer,)) is None
+        if mixer != tp_overlap.LATENT:
+            assert tp_overlap.in_model(TORCHTITAN, experts=False, mixers=(mixer,)) is None
     base = dict(gpu="h100-sxm", gpu_memory=10000, tp=8, sp=True, engine="megatron")
     off, on = _times("deepseek-v3", **base), _times("deepseek-v3", **base, tp_overlap=True)
     assert on["expected"]["tp_overlap"] == "none" and "tp_overlap" not in off["expected"]
@@ -276,5 +279,138 @@ def test_count_text_says_the_overlap_is_on():
     assert "TP overlap" not in line("--sp") and "TP overlap" not in line("--tp-overlap")
     # a mixture of experts: its attention only; a model whose mixer is not modelled: said, never claimed
     assert "sp, TP overlap: attention only;" in line("--sp", "--tp-overlap", model="qwen3-30b-a3b")
+    # multi-head latent attention: torchtitan's wo pairs (attention only in the expert blocks); Megatron-Core's none
+    mla = ("--sp", "--tp-overlap", "--gpu-memory", "10000")
+    assert "sp, TP overlap: attention only;" in " ".join(line(*mla, model="deepseek-v3", lines=2).split())
     assert "sp, TP overlap: none modelled for this model;" in " ".join(
-        line("--sp", "--tp-overlap", "--gpu-memory", "10000", model="deepseek-v3", lines=2).split())
+        line(*mla, "--engine", "megatron", model="deepseek-v3", lines=2).split())
+
+
+def test_mla_keeps_the_pairs_its_engine_runs():
+    """DeepSeek-V3's blocks under torchtitan's plan (deepseek_v3/infra/parallelize.py at 3e3a19fe): wo's reduce-scatter
+    and its output gradient's all-gather pair as a LLaMA block's in every block; the first three blocks' dense
+    feed-forward adds w1/w3's gather and w2's two; the gather into wq_a and wkv_a is not one the count runs (it counts
+    the latents'), so qkv_fprop is not kept. Megatron-Core: none. The step shortens under torchtitan only."""
+    assert tp_overlap.in_model(TORCHTITAN, True, ("r_kv",))["ring"] == ["proj_fprop", "proj_dgrad"]
+    assert tp_overlap.in_model(TORCHTITAN, False, ("r_kv",))["ring"] == ["fc1_fprop", "proj_fprop", "fc2_fprop",
+                                                                         "proj_dgrad", "fc2_dgrad"]
+    assert tp_overlap.in_model(MEGATRON, True, ("r_kv",)) is None
+    base = dict(gpu="h100-sxm", gpu_memory=10000, tp=8, sp=True, engine="torchtitan")
+    off, on = _times("deepseek-v3", **base), _times("deepseek-v3", **base, tp_overlap=True)
+    assert on["expected"]["tp_overlap"] == "attention"
+    assert on["training_step_s"] == off["training_step_s"]   # the bound does not move
+    assert on["expected"]["training_step_s"] < off["expected"]["training_step_s"]
+
+
+def test_mla_pairs_against_comm_debug_mode():
+    """A small latent attention under torchtitan's DeepSeek-V3 plan (the input gathered from Shard(1) to Replicate,
+    wq_a and wkv_a whole, wq_b and wkv_b ColwiseParallel, wo RowwiseParallel to Shard(1)) at 3 ranks: CommDebugMode
+    sees, in forward, one all-gather of the input and one reduce-scatter of wo's output, in backward one all-gather
+    of wo's output gradient, each the residual stream's width d (β_a·b·s·d bytes whole), and the latents' gradients
+    all-reduced (each its latent's width: the gathered input's gradient needs none). The two pairs kept for MLA
+    (proj_fprop: wo's reduce-scatter; proj_dgrad: that all-gather) are collectives of width d, and the count under
+    DTensor runs exactly one of each at d for the block (collectives.training_collectives' d-wide kinds)."""
+    torch = pytest.importorskip("torch")
+    dist = pytest.importorskip("torch.distributed")
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   parallelize_module)
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from symllm.arch.components import Component, latent
+
+    d, r_q, r_kv, heads, width, ranks, b, s = 12, 6, 4, 3, 4, 3, 2, 6
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wq_a, self.wkv_a = nn.Linear(d, r_q, bias=False), nn.Linear(d, r_kv, bias=False)
+            self.wq_b = nn.Linear(r_q, heads * width, bias=False)
+            self.wkv_b = nn.Linear(r_kv, 2 * heads * width, bias=False)
+            self.wo = nn.Linear(heads * width, d, bias=False)
+
+        def forward(self, x):
+            q = self.wq_b(self.wq_a(x)).unflatten(-1, (-1, width)).transpose(1, 2)
+            k, v = self.wkv_b(self.wkv_a(x)).unflatten(-1, (-1, 2 * width)).transpose(1, 2).chunk(2, dim=-1)
+            out = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+            return self.wo(out.transpose(1, 2).flatten(2))
+
+    class Widths(TorchDispatchMode):  # each functional collective's kind and its whole tensor's elements
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kind = func._overloadpacket.__name__
+            if func.namespace == "_c10d_functional" and kind in ("all_gather_into_tensor", "reduce_scatter_tensor",
+                                                                  "all_reduce"):
+                t = args[0]
+                self.seen.append((kind, t.numel() * (ranks if kind == "all_gather_into_tensor" else 1)))
+            return func(*args, **(kwargs or {}))
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=ranks)
+    try:
+        mesh = init_device_mesh("cpu", (ranks,))
+        model = parallelize_module(Attention(), mesh, {
+            "": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
+                                   use_local_output=True),
+            "wq_b": ColwiseParallel(), "wkv_b": ColwiseParallel(), "wo": RowwiseParallel(output_layouts=Shard(1))})
+        x = torch.randn(b, s // ranks, d, requires_grad=True)
+        forward, backward = Widths(), Widths()
+        with forward, CommDebugMode():
+            y = model(x)
+        with backward, CommDebugMode():
+            y.sum().backward()
+    finally:
+        dist.destroy_process_group()
+    stream = b * s * d  # the residual stream's elements, whole
+    assert forward.seen == [("all_gather_into_tensor", stream), ("reduce_scatter_tensor", stream)]
+    assert [w for kind, w in backward.seen if kind == "all_gather_into_tensor"] == [stream]  # wo's output gradient
+    # and the latents' gradients all-reduced (wq_b's and wkv_b's inputs, b·s·r_kv and b·s·r_q): no reduce-scatter
+    assert sorted(backward.seen) == [("all_gather_into_tensor", stream), ("all_reduce", b * s * r_kv),
+                                     ("all_reduce", b * s * r_q)]
+    # the pairs kept for MLA: one reduce-scatter (proj_fprop) and one all-gather (proj_dgrad), both d wide, which the
+    # count runs once each for the block under DTensor with sequence parallelism
+    from symllm.arch.symbols import d as D
+    from symllm.costs.collectives import _sized
+    counted, _ = _sized(Component("block", children=(latent.latent_attention(),)), True, False, "split", "dtensor")
+    assert counted["all_gather", D] == counted["reduce_scatter", D] == 1
+    kept = tp_overlap.pairs(tp_overlap.in_model(TORCHTITAN, True, ("r_kv",)))
+    assert sorted(tp_overlap.PAIRS[n] for n in kept) == ["all_gather", "reduce_scatter"]
+
+
+def test_dense_blocks_of_a_mixture_by_hand():
+    """A mixture's dense blocks take every pair, its expert blocks their attention's. Megatron-Core's ten pairs over
+    61 blocks, 58 of them with experts (DeepSeek-V3's shape, q/k/v attention as GLM-4.5's): 58 x 5 + 3 x 10 = 320
+    collectives a micro-batch, each hidden whole behind a GEMM this slow (1 FLOP/s): each saves one all-gather or
+    reduce-scatter of 1,024 x 4,096 bf16 at TP 4 on NVLink 4 (NCCL's ring latency 10 us x (6.6 + 3 x 0.6)/(6.6 + 6 x
+    0.6), 3/4 of 8 MiB at 0.82 x 450 GB/s). Without dense blocks (Qwen3-30B-A3B's shape), 5 a block."""
+    link = ("NVLink 4", 450 * 10 ** 9)
+    one = F(10, 10 ** 6) * (F(66, 10) + 3 * F(6, 10)) / (F(66, 10) + 6 * F(6, 10)) + F(6291456) / (
+        F(82, 100) * 450 * 10 ** 9)
+    shape = dict(recompute=False, rows=1024, d=4096, q=4096, kv=1024, beta_a=2, tp=4, link=link, gemm_rate=1)
+    got = tp_overlap.model_saved_s(MEGATRON, layers=61, moe_layers=58, d_ff=2048, d_fd=18432, **shape)
+    assert got == 320 * one
+    assert tp_overlap.model_saved_s(MEGATRON, layers=48, moe_layers=48, d_ff=768, **shape) == 48 * 5 * one
+    # under MLA torchtitan keeps wo's two pairs in every block and the dense blocks' three feed-forward ones
+    got = tp_overlap.model_saved_s(TORCHTITAN, mixers=("r_kv",), layers=61, moe_layers=58, d_ff=2048, d_fd=18432,
+                                   **shape)
+    assert got == (61 * 2 + 3 * 3) * one
+
+
+def test_sm_margin_by_hand():
+    """Megatron-Bridge's FP8 H100 userbuffers configs run proj_fprop's and fc2_fprop's rings with num_sm 1 and
+    set_sm_margin: Transformer Engine launches those GEMMs on the card's SMs less one (132 - 1 on an H100 SXM), each
+    132/131 as long. proj's product 131 us, a reduce-scatter 200 us: 131 x 132/131 = 132 us, the collective still
+    exposed 68 us: 1 + 68 = 69 us beyond the GEMM (70 us unnarrowed would have left 69 too); with a 100 us
+    collective, 1 us (the GEMM's own extra) instead of 0. A card the engine lists no SMs for: none."""
+    margin = tp_overlap.margins(MEGATRON, "h100-sxm")
+    assert margin == {"proj_fprop": F(132, 131), "fc2_fprop": F(132, 131)}
+    assert tp_overlap.margins(MEGATRON, "a100-80gb") == {} and tp_overlap.margins(TORCHTITAN, "h100-sxm") == {}
+    gemm = {"qkv": F(1), "proj": F(131), "fc1": F(1), "fc2": F(1)}
+    assert tp_overlap.exposed_s({"proj_fprop": (1, False)}, 200, gemm, margin=margin) == (1, 69)
+    assert tp_overlap.exposed_s({"proj_fprop": (1, False)}, 100, gemm, margin=margin) == (1, 1)
+    assert tp_overlap.exposed_s({"proj_fprop": (1, False)}, 100, gemm) == (1, 0)

@@ -494,18 +494,21 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
                                          beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
-    # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's attention pairs only
+    # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention
+    # pairs only, its dense blocks all (tp_overlap.blocks)
     asked = tp_overlap.overlapping(work)
-    spec = tp_overlap.in_model(asked, bool(experts), parts.get("mixers", ())) if widths else None
+    mixers = parts.get("mixers", ())
+    spec = tp_overlap.in_model(asked, bool(experts), mixers) if widths else None
     if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
         out["tp_overlap"] = tp_overlap.scope(asked, spec)
     if spec and tp_s:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
-        tp_s -= micro * tp_overlap.saved_s(
-            spec, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"], d_ff=parts["d_ff"],
-            q=parts["n_h"] * parts["head_dim"], kv=parts["n_kv"] * parts["head_dim"], beta_a=parts["beta_a"],
-            tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped, chunk_slowdown=slower,
-            stream_rate=passes, fp8=fp8)
+        tp_s -= micro * tp_overlap.model_saved_s(
+            asked, mixers=mixers, layers=layers, moe_layers=moe_layers if experts else 0, d_ff=parts["d_ff"],
+            d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
+            q=parts["n_h"] * parts.get("d_hv", parts["head_dim"]), kv=parts["n_kv"] * parts["head_dim"],
+            beta_a=parts["beta_a"], tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped,
+            chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated)
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

@@ -12,19 +12,31 @@ arrives or leaves (Transformer Engine's ring exchange, ``num_splits`` the tensor
 GEMM. Either way the collective costs ``max(0, comm - GEMM)`` beyond the GEMM it pairs with (:func:`exposed_s`); the
 chunks' products run at the GEMM table's rate at their own rows (``b·s/N_t``, :func:`symllm.costs.efficiency.gemm`),
 and the slower chunks are the ring's own cost, as are the copies an engine's source shows outside the overlap
-(a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). The communication
-kernels' SMs (userbuffers' ``num_sm``) are not counted. A forward pair runs again where recomputation reruns its
-collective (:func:`symllm.costs.collectives.forward_runs`). An engine that casts to float8 before it gathers
-(torchao's float8 tensor parallelism under torchtitan: ``fp8_tp_all_gathers``) moves those all-gathers at one byte
-an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`, :func:`narrowed_bytes`).
+(a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). A forward pair runs
+again where recomputation reruns its collective (:func:`symllm.costs.collectives.forward_runs`). An engine that
+casts to float8 before it gathers (torchao's float8 tensor parallelism under torchtitan: ``fp8_tp_all_gathers``)
+moves those all-gathers at one byte an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`,
+:func:`narrowed_bytes`).
 
-In a mixture of experts the engines overlap the attention sublayer's pairs only (:func:`in_model`): its linears are
-the same modules as a dense block's (Megatron-Core's ``linear_qkv`` and ``linear_proj``, Transformer Engine's
-``LayerNormLinear`` and ``Linear`` with their userbuffers; torchtitan's ``apply_non_moe_tp`` on every block's
+In a mixture of experts the engines overlap the attention sublayer's pairs only in its expert blocks (:func:`in_model`):
+its linears are the same modules as a dense block's (Megatron-Core's ``linear_qkv`` and ``linear_proj``, Transformer
+Engine's ``LayerNormLinear`` and ``Linear`` with their userbuffers; torchtitan's ``apply_non_moe_tp`` on every block's
 attention and the micro-pipeline pass over the whole compiled graph), while the routed experts' grouped GEMMs take
 none (Transformer Engine's ``GroupedLinear`` asserts "GroupedLinear doesn't support Userbuffer overlap";
-``torch._grouped_mm`` is not a matmul the pass fuses), and their collectives stay as counted. A mixture's dense
-blocks (DeepSeek-V3's first three) are not overlapped here: their feed-forward width is not the experts' ``d_ff``.
+``torch._grouped_mm`` is not a matmul the pass fuses), and their collectives stay as counted. A mixture's dense blocks
+(DeepSeek-V3's first three, GLM-4.5's first) are planned as a dense model's (Megatron-Core's dense layer spec in
+``get_gpt_decoder_block_spec``, its MLP's ``linear_fc1`` and ``linear_fc2`` with the ``fc1`` and ``fc2`` buffers;
+torchtitan's ``apply_non_moe_tp`` plans a block without experts' feed-forward as LLaMA's): every pair, at their own
+feed-forward width ``d_fd`` (:func:`blocks`).
+
+Multi-head latent attention (``r_kv``) keeps the pairs its engine declares ``latent`` (efficiency.json, with the
+source): under torchtitan ``wo``'s two (the attention's input is gathered once, whole, into ``wq_a`` and ``wkv_a``, a
+collective the count does not run as such) and a dense block's feed-forward ones; under Megatron-Core none (building
+MLA's down-projection turns ``tp_comm_overlap`` off on the config every later module shares). Its ``wo`` reads
+``n_h·d_hv``. Gated DeltaNet, Mamba-2 and DeepSeek-V4's attention (:data:`OTHER_MIXERS`) have linears the pairs do
+not describe: not modelled. Where an engine states the SMs a pair's communication takes from its GEMM
+(``sm_margin``: Transformer Engine's ``set_sm_margin`` runs the GEMM on the card's SMs less the pair's ``num_sm``), the
+GEMM runs ``SMs/(SMs - taken)`` as long (:func:`margins`); other communication kernels' SMs are not counted.
 """
 from __future__ import annotations
 
@@ -34,8 +46,9 @@ from symllm.costs.collectives import forward_runs, training_tp_s
 from symllm.costs.figures import engine, engine_for
 from symllm.errors import SymllmError
 
-__all__ = ["PAIRS", "ATTENTION", "OTHER_MIXERS", "declared", "in_model", "scope", "check", "overlapping", "pairs",
-           "linear_flops", "exposed_s", "copies_bytes", "saved_s", "fp8_gathers", "narrowed_bytes"]
+__all__ = ["PAIRS", "ATTENTION", "LATENT", "OTHER_MIXERS", "declared", "in_model", "blocks", "scope", "check",
+           "overlapping", "pairs", "linear_flops", "margins", "exposed_s", "copies_bytes", "saved_s", "model_saved_s",
+           "fp8_gathers", "narrowed_bytes"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -44,8 +57,11 @@ PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "re
          "fc1_wgrad": "reduce_scatter"}
 #: the attention sublayer's linears among them: the pairs an engine overlaps in a mixture of experts (:func:`in_model`)
 ATTENTION = ("qkv", "proj")
+#: the symbol of multi-head latent attention: a model holding it keeps the pairs its engine declares ``latent``
+LATENT = "r_kv"
 #: the mixers besides q/k/v attention, by the symbol a model holding one has: their linears are not the widths the
-#: pairs' GEMMs take (:func:`linear_flops`), so a model with one is not overlapped here (:func:`in_model`)
+#: pairs' GEMMs take (:func:`linear_flops`), so a model with one is not overlapped here (:func:`in_model`), but for
+#: multi-head latent attention (:data:`LATENT`), which keeps its engine's ``latent`` pairs
 OTHER_MIXERS = {"r_kv": "multi-head latent attention", "n_gk": "Gated DeltaNet", "n_m": "Mamba-2",
                 "n_hc": "DeepSeek-V4's compressed attention"}
 
@@ -95,21 +111,46 @@ def overlapping(work) -> dict | None:
 
 def in_model(spec: dict | None, experts: bool, mixers=()) -> dict | None:
     """The engine's ``spec`` (:func:`overlapping`) as it applies to a model's blocks: whole for a dense model; for a
-    mixture of experts (``experts``) its attention pairs only (:data:`ATTENTION`: the experts' grouped GEMMs take no
-    overlap); None where none is left, or where the model holds a mixer of :data:`OTHER_MIXERS` (``mixers``, the
-    symbols it has: their linears are not the pairs' widths, not modelled).
+    mixture of experts' expert blocks (``experts``) its attention pairs only (:data:`ATTENTION`: the experts' grouped
+    GEMMs take no overlap); where the model holds multi-head latent attention (:data:`LATENT` among ``mixers``, the
+    symbols it has) the pairs the engine declares ``latent`` only; None where none is left, or where it holds another
+    mixer of :data:`OTHER_MIXERS` (their linears are not the pairs' widths, not modelled).
 
     >>> in_model({"ring": ["qkv_fprop", "fc1_fprop"], "bulk": ["fc1_wgrad"]}, experts=True)
     {'ring': ['qkv_fprop'], 'bulk': []}
-    >>> in_model({"ring": ["fc2_fprop"]}, experts=True), in_model({"ring": ["qkv_fprop"]}, False, ("r_kv",))
+    >>> in_model({"ring": ["fc2_fprop"]}, experts=True), in_model({"ring": ["qkv_fprop"]}, False, ("n_gk",))
     (None, None)
+    >>> in_model({"ring": ["qkv_fprop", "proj_fprop", "fc1_fprop"], "latent": ["proj_fprop", "fc1_fprop"]}, True,
+    ...          ("r_kv",))["ring"], in_model({"ring": ["proj_fprop"], "latent": []}, False, ("r_kv",))
+    (['proj_fprop'], None)
     """
-    if not spec or mixers:
+    if not spec or any(m != LATENT for m in mixers):
         return None
-    if not experts:
+    keep = [lambda n: n in spec.get("latent", ())] if LATENT in mixers else []
+    keep += [lambda n: n.split("_")[0] in ATTENTION] if experts else []
+    if not keep:
         return spec
-    kept = {method: [n for n in spec.get(method, ()) if n.split("_")[0] in ATTENTION] for method in ("ring", "bulk")}
+    kept = {method: [n for n in spec.get(method, ()) if all(k(n) for k in keep)] for method in ("ring", "bulk")}
     return {**spec, **kept} if any(kept.values()) else None
+
+
+def blocks(spec: dict | None, *, mixers=(), layers: int, moe_layers: int) -> list:
+    """The model's blocks the pairs run over, as ``(pairs, blocks, ffn)``: a dense model's ``layers`` blocks
+    (``moe_layers`` 0) at its feed-forward width (``ffn`` ``"d_ff"``); a mixture's ``moe_layers`` expert blocks
+    their attention's pairs and its ``layers - moe_layers`` dense blocks every pair at theirs (``"d_fd"``), each as
+    :func:`in_model` leaves them (``mixers``); none where none is left.
+
+    >>> spec = {"ring": ["qkv_fprop", "fc1_fprop"]}
+    >>> blocks(spec, layers=61, moe_layers=58)
+    [({'ring': ['qkv_fprop'], 'bulk': []}, 58, 'd_ff'), ({'ring': ['qkv_fprop', 'fc1_fprop']}, 3, 'd_fd')]
+    >>> blocks(spec, layers=32, moe_layers=0), blocks(spec, mixers=("n_m",), layers=32, moe_layers=0)
+    ([({'ring': ['qkv_fprop', 'fc1_fprop']}, 32, 'd_ff')], [])
+    """
+    if not moe_layers:
+        return [(applied, layers, "d_ff")] if (applied := in_model(spec, False, mixers)) else []
+    out = [(in_model(spec, True, mixers), moe_layers, "d_ff"),
+           (in_model(spec, False, mixers), layers - moe_layers, "d_fd")]
+    return [(applied, n, ffn) for applied, n, ffn in out if applied and n > 0]
 
 
 def scope(spec: dict | None, applied: dict | None) -> str | None:
@@ -157,22 +198,40 @@ def linear_flops(*, rows, d, d_ff, q, kv, tp: int) -> dict:
     return {k: Fraction(2 * rows * w, tp) for k, w in widths.items()}
 
 
-def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1)) -> tuple[int, Fraction]:
+def margins(spec: dict, card: str | None) -> dict:
+    """How many times as long each pair's GEMM runs where the engine's ``spec`` states the SMs its communication takes
+    from it (``sm_margin``: ``pairs``, SMs by pair; ``sms``, the card's): ``SMs/(SMs - taken)`` on a card it lists,
+    the GEMM's rate times ``(SMs - taken)/SMs`` (Transformer Engine's ``set_sm_margin``); none elsewhere.
+
+    >>> margins({"sm_margin": {"pairs": {"proj_fprop": 1}, "sms": {"h100-sxm": 132}}}, "h100-sxm")
+    {'proj_fprop': Fraction(132, 131)}
+    >>> margins({"sm_margin": {"pairs": {"proj_fprop": 1}, "sms": {"h100-sxm": 132}}}, "a100-80gb"), margins({}, None)
+    ({}, {})
+    """
+    table = spec.get("sm_margin") or {}
+    sms = (table.get("sms") or {}).get(card)
+    return {name: Fraction(sms, sms - taken) for name, taken in table.get("pairs", {}).items()} if sms else {}
+
+
+def exposed_s(overlapped: dict, comm_s, gemm_s: dict, chunk_slowdown=Fraction(1), margin=None) -> tuple[int, Fraction]:
     """The collectives ``overlapped`` (:func:`pairs`) a block runs and the seconds they add beyond their GEMMs: each
     ``max(0, comm_s - GEMM)`` (``comm_s`` one collective's seconds, or a dict of them by pair), ``gemm_s`` one
     product of each linear (:func:`linear_flops` at the step's GEMM rate); a chunked pair's GEMM takes
-    ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), the difference counted too.
+    ``chunk_slowdown`` times as long (its chunks' rows' rate against the whole's), and a pair's in ``margin``
+    (:func:`margins`) that many times as long again, the difference counted too.
 
     >>> g = {"qkv": Fraction(3), "proj": Fraction(1), "fc1": Fraction(6), "fc2": Fraction(3)}
     >>> exposed_s({"qkv_fprop": (1, False), "proj_fprop": (2, False)}, 2, g)   # max(0, 2-3) + 2 max(0, 2-1)
     (3, Fraction(2, 1))
     >>> exposed_s({"proj_fprop": (1, True)}, 2, g, Fraction(3, 2))   # 0.5 slower chunks, then max(0, 2-1.5)
     (1, Fraction(1, 1))
+    >>> exposed_s({"fc2_fprop": (1, False)}, 2, g, margin={"fc2_fprop": Fraction(4, 3)})   # 1 slower, 2 hides
+    (1, Fraction(1, 1))
     """
     calls, extra = 0, Fraction(0)
     for name, (runs, chunked) in overlapped.items():
         gemm = gemm_s[name.split("_")[0]]
-        slowed = gemm * (chunk_slowdown if chunked else 1)
+        slowed = gemm * (chunk_slowdown if chunked else 1) * (margin or {}).get(name, 1)
         comm = comm_s[name] if isinstance(comm_s, dict) else comm_s  # by pair where they differ (float8 gathers)
         calls += runs
         extra += runs * (slowed - gemm + max(Fraction(0), Fraction(comm) - slowed))
@@ -201,13 +260,14 @@ def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fractio
 
 
 def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a, tp: int, link, gemm_rate,
-            chunk_slowdown=Fraction(1), stream_rate=None, fp8=()) -> Fraction:
+            chunk_slowdown=Fraction(1), stream_rate=None, fp8=(), card=None) -> Fraction:
     """Seconds the pairs of ``spec`` (:func:`pairs`) take off a micro-batch's tensor-parallel time over ``layers``
     blocks: each overlapped collective's own time (one all-gather or reduce-scatter of the residual stream, ``rows``
     tokens of width ``d`` at ``beta_a`` bytes over ``link``: :func:`symllm.costs.collectives.training_tp_s`) less what
     it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s) and its copies outside the
     overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s. The all-gathers of the pairs named in ``fp8``
-    (:func:`fp8_gathers`) move, and copy, one byte an element.
+    (:func:`fp8_gathers`) move, and copy, one byte an element; the GEMMs the engine narrows on ``card`` run longer
+    (:func:`margins`).
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)   # one gather: 8.235 us + 3/4 of 8 MiB at 0.82 x 450 GB/s = 25.29 us
     >>> shape = dict(layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024, beta_a=2, tp=4, link=link)
@@ -221,10 +281,26 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     overlapped = pairs(spec, recompute)
     width = {name: 1 if name in fp8 else beta_a for name in overlapped}
     comm = {name: one(w) for name, w in width.items()}
-    calls, extra = exposed_s(overlapped, comm, gemm_s, chunk_slowdown)
+    calls, extra = exposed_s(overlapped, comm, gemm_s, chunk_slowdown, margins(spec, card))
     if stream_rate:
         extra += copies_bytes(spec, overlapped, {n: w * rows * d for n, w in width.items()}, tp) / stream_rate
     return layers * (sum(runs * comm[n] for n, (runs, _) in overlapped.items()) - extra)
+
+
+def model_saved_s(spec: dict | None, *, mixers=(), layers: int, moe_layers: int, d_ff, d_fd=None, **shape) -> Fraction:
+    """:func:`saved_s` over the model's blocks (:func:`blocks`): a dense model's ``layers``, a mixture's
+    ``moe_layers`` expert blocks and its dense ones at their feed-forward width ``d_fd``; ``shape`` the rest of
+    :func:`saved_s`'s arguments.
+
+    >>> link = ("NVLink 4", 450 * 10 ** 9)
+    >>> shape = dict(recompute=False, rows=1024, d=4096, q=4096, kv=1024, beta_a=2, tp=4, link=link, gemm_rate=10 ** 15)
+    >>> spec = {"ring": ["proj_fprop", "fc2_fprop"]}   # wo's and w2's products hide as much: 8.59 us + 8.59 us
+    >>> round(float(model_saved_s(spec, layers=3, moe_layers=2, d_ff=768, d_fd=4096, **shape)) * 1e6, 2)  # 2 + 1 x 2
+    34.36
+    """
+    widths = {"d_ff": d_ff, "d_fd": d_fd}
+    return sum((saved_s(applied, layers=n, d_ff=widths[ffn], **shape)
+                for applied, n, ffn in blocks(spec, mixers=mixers, layers=layers, moe_layers=moe_layers)), Fraction(0))
 
 
 def fp8_gathers(work) -> tuple:
