@@ -128,7 +128,7 @@ def test_plan_rows_are_counts_numbers(cli, model, options):
     held = _held(serving)
     serve = plans.plan(model, tp, GPU, concurrency=held + 1, **shared)
     mine = [r for r in serve.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)]
-    assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[tp]
+    assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[f"tp {tp}"]
     for row in mine[:3]:  # the engine's peak: count's weights and cache of the batch, beside count --serve's figures
         assert row["peak"] == pytest.approx(engine_peak(model, row["batch"], options, serving), rel=1e-12)
         assert row["peak"] <= t["capacity"]
