@@ -54,8 +54,8 @@ def replica(tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> str:
     return f"tp {tp}" + (f" pp {pp}" if pp > 1 else "") + (f" ep {ep}" if ep > 1 else "")
 
 
-def capacities(config, work: Workload, layouts, engine: str, evaluate=None, serve: dict | None = None) -> tuple[dict,
-                                                                                                              dict]:
+def capacities(config, work: Workload, layouts, engine: str, evaluate=None,
+               serve: dict | None = None) -> tuple[dict, dict]:
     """``engine``'s KV cache for ``config`` on one replica of each of ``layouts`` (``(tp, pp, dp, ep)`` tuples):
     ``({layout: capacity}, {layout: why refused})``, :func:`symllm.costs.serving.capacity`'s at that layout, what
     ``count --serve --tp T --pp P --dp D --ep E`` prints, once a layout; a layout it refuses in the second, with its
