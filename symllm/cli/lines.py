@@ -152,8 +152,11 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
     if p.dropped:
         out += ["", wrap_text("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                       sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
+    refused = {}  # the replicas count --serve refuses, by its one reason
+    for replica, why in p.unserved.items():
+        refused.setdefault(why, []).append(replica)
     held = ", ".join([f"{replica}: {n:,}" for replica, n in p.sequences.items()]
-                     + [f"{replica}: refused, {why}" for replica, why in p.unserved.items()])
+                     + [f"{' and '.join(names)}: refused, {why}" for why, names in refused.items()])
     out.append(wrap_text(f"A layout fits when its per-GPU training peak does (it assumes {p.assumes}); nothing that "
                          "does not fit is timed." if p.training else
                          f"A replica holds the sequences {p.engine}'s KV cache holds at its layout (count --serve"

@@ -46,7 +46,8 @@ vllm/v1/core/kv_cache_utils.py: "Change the num_blocks of each rank to the small
 spans one block of every stage: where the stages split the layers evenly and the head is untied (the last stage
 holds the most weights and the logits) that is the last stage's count exactly; otherwise each term is the largest
 stage's, an estimate. NCCL's communicators are counted at ``tp`` above 1 (:func:`nccl_bytes`, measured there);
-a pipeline's or expert group's are not measured and not counted.
+a pipeline's or expert group's are not measured and not counted. A model whose cache is read from its config's every
+layer below (a hybrid's recurrent states, an indexer's keys, DeepSeek-V4's groups) is refused over ``pp`` stages.
 
 DeepSeek-V4 is laid out as released vLLM's own allocator lays it out: its window keys, compressed entries, indexer
 keys and compressor states in pages grouped as vLLM 0.33.0 groups them (or 0.20.0:
@@ -294,9 +295,10 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
           block_size: int | None = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
           max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
-    computed (the command line calls it before the workload): no GPU, a KV cache vLLM does not serve DeepSeek-V4
-    in, widths its kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the engine, and each vLLM option's
-    value (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or "mxfp4",
+    computed (the command line calls it before the workload): no GPU, pipeline stages of a model whose cache is read
+    from its config's every layer (module docstring), a KV cache vLLM does not serve DeepSeek-V4 in, widths its
+    kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the engine, and each vLLM option's value
+    (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or "mxfp4",
     :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Every layout is served (one replica of ``tp``
     tensor ranks and ``pp`` stages, its experts over ``ep`` ranks: module docstring). Returns the workload, the GPU
     and the resolved config.
@@ -313,6 +315,9 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     if gpu is None:
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
     cfg = resolve(config)
+    whole = _whole_model_cache(cfg)
+    if work.pp > 1 and whole:
+        raise SymllmError(f"pp: {work.pp}; serving reads {whole} of every layer, not a stage's")
     kv_rule = check_options(cfg, work, gpu, gpu_memory_utilization=gpu_memory_utilization,
                             max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
                             kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype)
@@ -322,6 +327,18 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
                               "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
     return work, gpu, cfg
+
+
+def _whole_model_cache(cfg) -> str | None:
+    """What of ``cfg``'s cache :func:`capacity` reads from the config's every layer rather than from the laid-out
+    model (so not a pipeline stage's share): DeepSeek-V4's groups, an indexer's keys, a hybrid's states; None."""
+    if getattr(cfg, "hc_mult", None) is not None:
+        return "DeepSeek-V4's caches"
+    if getattr(cfg, "index_topk", None) is not None:
+        return "the indexer keys"
+    if cfg.count_layers(lambda kind: kind.mixer in ("mamba", "linear_attention")):
+        return "the recurrent states"
+    return None
 
 
 def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batched_tokens=None, block_size=None,
