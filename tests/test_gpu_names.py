@@ -74,11 +74,14 @@ def test_every_door_takes_a_spelling(cli):
     assert r.code == 0 and "NVIDIA H100 SXM5 80GB" in r.out
     r = cli(["sweep", "--base", "llama3.2-1b", "--quantity", "params", "--gpu", "H100 SXM"])
     assert r.code == 0 and "--gpu does not apply to a sweep" in r.err
-    for argv in (["count", "llama3.2-1b", "--gpu", "H100"], ["plan", "llama3.2-1b", "--gpus", "8xH100"],
-                 ["derive", "--quantity", "ridge", "--gpu", "rtx"]):
-        r = cli(argv)
-        assert r.code == 2 and r.err.startswith("symllm: error: gpu: ") and "is ambiguous" in r.err
+    for argv, field in ((["count", "llama3.2-1b", "--gpu", "H100"], "gpu"),
+                        (["plan", "llama3.2-1b", "--gpus", "8xH100"], "gpus"),
+                        (["derive", "--quantity", "ridge", "--gpu", "rtx"], "gpu")):
+        r = cli(argv)  # refused naming the option typed: --gpus is plan's, not count's --gpu
+        assert r.code == 2 and r.err.startswith(f"symllm: error: {field}: ") and "is ambiguous" in r.err
         assert r.err.count("\n") == 1 and not r.out
+    r = cli(["plan", "llama3.2-1b", "--gpus", "8xfoo"])
+    assert r.code == 2 and r.err.startswith("symllm: error: gpus: unknown 'foo'") and r.err.count("\n") == 1
 
 
 def test_compare_shows_counts_times(cli):

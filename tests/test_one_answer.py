@@ -128,7 +128,7 @@ def test_plan_rows_are_counts_numbers(cli, model, options):
     held = _held(serving)
     serve = plans.plan(model, tp, GPU, concurrency=held + 1, **shared)
     mine = [r for r in serve.rows if (r["tp"], r["pp"], r["dp"]) == (tp, 1, 1)]
-    assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[tp]
+    assert max((r["batch"] for r in mine), default=0) == held == serve.sequences[f"tp {tp}"]
     for row in mine[:3]:  # the engine's peak: count's weights and cache of the batch, beside count --serve's figures
         assert row["peak"] == pytest.approx(engine_peak(model, row["batch"], options, serving), rel=1e-12)
         assert row["peak"] <= t["capacity"]
@@ -258,3 +258,69 @@ def test_hf_experts_whole_below_the_doors(cli):
                               "--serve", "--json"]).out)["serving"]
     assert [r["peak"] for r in serve.rows if (r["tp"], r["pp"], r["dp"], r["batch"]) == (2, 1, 1, 1)] == \
         [engine_peak("gpt-oss-20b", 1, options, serving)]
+
+
+#: Llama-3.1-8B's config.json: 32 layers, vocab_size 128,256, hidden_size 4096, intermediate_size 14,336, 8 KV
+#: heads of 128 over 32 query heads, untied head: one block's parameters (q, k, v, o; gate, up, down; two norms)
+BLOCK_8B = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+
+
+def test_a_pipelined_replicas_kv_cache_by_hand(cli):
+    """Issue 40: Llama-3.1-8B over 2 pipeline stages (tp 1) on H100s at 1,000 + 100 tokens, vLLM's cache by hand.
+    Each stage holds 16 of the 32 layers, so a token's keys and values on a GPU are 16·2·8·128·2 = 65,536 bytes (half
+    of one GPU's 131,072); the larger stage is the last (16 blocks, the final norm and the untied head,
+    16·218,112,000 + 4,096 + 128,256·4,096 parameters, 2 bytes each, against the first's embedding without the norm);
+    vLLM V1 gives every stage the blocks of its fewest (get_kv_cache_configs), the last's. The activation peak (a
+    profiled layer's working set, the sampler's rows) and non-torch memory (vLLM's 0.35 GiB, no NCCL at tp 1) are a
+    GPU's as at pp 1. So the cache is 0.9·memory − weights − those, in blocks of 16 tokens of 65,536 bytes, and
+    ⌊tokens / 1,100⌋ whole sequences: what count --pp 2 --serve prints and what plan's tp 1 pp 2 replica holds."""
+    args = ["count", "llama3.1-8b", "--gpu", GPU, "--seq", "1000", "--gen", "100", "--serve", "--json"]
+    one = json.loads(cli(args).out)["serving"]
+    s = json.loads(cli([*args, "--pp", "2"]).out)["serving"]
+    per_token = 16 * 2 * 8 * 128 * 2
+    weights = 2 * (16 * BLOCK_8B + 4096 + 128256 * 4096)
+    assert BLOCK_8B == 218_112_000 and weights == 8_030_265_344
+    assert _number(s["kv_bytes_per_token"]) == per_token == _number(one["kv_bytes_per_token"]) // 2
+    assert s["weights"] == weights and s["pp"] == 2
+    non_torch = Fraction("0.35") * 2 ** 30  # (--json prints a fraction's float)
+    assert s["activation_peak"] == one["activation_peak"] and s["non_torch"] == float(non_torch)
+    kv = Fraction(9, 10) * Fraction(s["memory"]) - weights - Fraction(s["activation_peak"]) - non_torch
+    assert math.isclose(s["kv_cache_bytes"], kv, rel_tol=1e-15)
+    tokens = int(kv // (16 * per_token)) * 16
+    held = tokens // 1100
+    assert s["kv_tokens"] == tokens and _held(s) == held > 2 * _held(one)  # half the KV a token and half the weights
+    p = plans.plan("llama3.1-8b", 2, GPU, seq=1000, gen=100, concurrency=held + 1)
+    assert p.sequences["tp 1 pp 2"] == held
+    assert max(r["batch"] for r in p.rows if (r["tp"], r["pp"]) == (1, 2)) == held
+    assert [r["batch"] for r in p.drops if (r["tp"], r["pp"]) == (1, 2)] == [held + 1]
+
+
+def test_plans_pipelined_and_expert_parallel_replicas_are_count_serves(cli):
+    """Issue 40: Mixtral-8x7B on 8 H100s at 2,000 + 200 tokens, up to 420 sequences a replica. Every replica plan
+    lays out holds what count --serve says vLLM's KV cache holds at that layout (--tp, --pp, --dp, --ep: whole
+    sequences of the 2,200-token context), keeps each batch up to it and drops the next as the cache's, and is held
+    at the engine's peak; its best row (tp 1 ep 8) is timed under load as count --serve --concurrency times it. Before,
+    a pipelined or expert-parallel replica kept the inference peak's batches (tp 2 ep 4: all 256 tried, no engine
+    overhead) while tp 2 alone held the engine's 179: two answers."""
+    work = {"seq": 2000, "gen": 200}
+    p = plans.plan("mixtral-8x7b", 8, GPU, concurrency=420, **work)
+    full = "more sequences than vllm's KV cache holds (count --serve)"
+    for tp, pp, dp, ep in ((2, 1, 4, 1), (2, 1, 4, 4), (2, 2, 2, 1), (1, 1, 8, 8)):
+        layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
+        s = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags({**work, **layout}), "--serve",
+                            "--json"]).out)["serving"]
+        held = _held(s)
+        name = "tp " + str(tp) + (f" pp {pp}" if pp > 1 else "") + (f" ep {ep}" if ep > 1 else "")
+        assert p.sequences[name] == held, name
+        at = lambda r: (r["tp"], r["pp"], r["dp"], r["ep"]) == (tp, pp, dp, ep)  # noqa: E731
+        assert sorted(r["batch"] for r in p.rows if at(r)) == list(range(1, min(held, 420) + 1)), name
+        assert all(r["reason"] == full and r["batch"] > held for r in p.drops if at(r)), name
+        top = max((r for r in p.rows if at(r)), key=lambda r: r["batch"])
+        assert top["peak"] == engine_peak("mixtral-8x7b", top["batch"], {**work, **layout}, s) <= 80 * 2 ** 30
+    assert p.sequences["tp 2"] == 179 < p.sequences["tp 2 ep 4"]
+    best = p.rows[0]
+    assert (best["tp"], best["pp"], best["dp"], best["ep"]) == (1, 1, 8, 8) and "load" in best
+    load = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags(work), "--tp", "1", "--dp", "8", "--ep", "8",
+                           "--serve", "--json", "--concurrency", str(best["batch"])]).out)["serving"]["load"]
+    for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
+        assert math.isclose(best["load"][k], load[k], rel_tol=1e-9), k

@@ -139,10 +139,10 @@ def test_plans_serving_row_is_count_serves_answer_with_the_same_options(cli):
     p = json.loads(r.out)
     held = count["kv_tokens"] // count["context"]
     assert count["context"] == 1100 and count["non_torch"] == 1.5 * 2 ** 30
-    assert p["sequences"] == {"1": held}
+    assert p["sequences"] == {"tp 1": held}
     assert max(x["batch"] for x in p["rows"]) == min(held, 64)
     default = plans.plan("llama3.1-8b", 1, "h100-sxm", seq=1000, gen=100, concurrency=64)
-    assert default.sequences[1] > held
+    assert default.sequences["tp 1"] > held
     best = next(x for x in p["rows"] if "load" in x)
     load = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work, *SERVE_OPTIONS,
                            "--concurrency", str(best["batch"])]).out)["serving"]["load"]

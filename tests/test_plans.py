@@ -5,6 +5,7 @@ out by hand for a small config (the convention README "Memory" states), and ``sy
 answer and at the answer + 1 (the first fits, the second does not), for presets, layouts, stacks and random
 configs (tests/strategies.py). ``plan``'s rows are checked against ``symllm.workload`` at their layouts.
 """
+import functools
 import json
 import math
 from fractions import Fraction
@@ -135,6 +136,13 @@ def test_fewest_gpus_is_the_fewest():
     assert not symllm.workload("llama3.2-1b", dp=dp["dp"] - 1, zero_stage=3, **opts)["time"]["training_fits"]
 
 
+@functools.lru_cache(maxsize=None)
+def _served(model, options: tuple) -> dict:
+    """count --serve's KV cache at a replica's layout and workload (``options``' items), once each: whole sequences
+    of s + n."""
+    return serving.capacity(model, **dict(options))
+
+
 def _check_row(model, row, options, training, global_batch=None):
     """A plan row against workload() at its layout: the same peak, verdict and time (a dropped row: its
     reason holds)."""
@@ -145,8 +153,8 @@ def _check_row(model, row, options, training, global_batch=None):
     w = symllm.workload(model, batch=row["batch"] or 1, **layout, **options)
     t = w["time"]
     held = cap = None
-    if not training and row["pp"] == row["ep"] == 1:  # a replica of tensor ranks: its engine's KV cache decides
-        cap = serving.capacity(model, tp=row["tp"], **options)  # (count --serve's: whole sequences of s + n)
+    if not training:  # a replica at any layout: its engine's KV cache there decides (count --serve's)
+        cap = _served(model, tuple(sorted({**layout, **options}.items())))
         held = cap["most_sequences"] if "most_sequences" in cap else cap["kv_tokens"] // cap["context"]
     if "reason" in row:
         peak = t["training_peak"] if training else t["inference_peak"]
@@ -233,14 +241,15 @@ def test_cli_plan(cli):
              "--top", "3"])
     assert r.code == 0 and max(map(len, r.out.splitlines())) <= 100
     dropped = plans.plan("llama3.2-1b", 2, "l4", gpu_memory=16, seq=8192, concurrency=64).dropped
-    assert f"dropped: {dropped['inference peak > 16 GiB per GPU']:,} inference peak > 16 GiB per GPU" in r.out
+    kv_full = "more sequences than vllm's KV cache holds (count --serve)"  # every replica (pp 2 too): the engine's
+    assert f"dropped: {dropped[kv_full]:,} {kv_full}" in r.out.replace("\n  ", " ")
     assert "Pipeline splits: every number of pipeline stages" in r.out and len(r.out.splitlines()) > 5
     r = cli(["plan", "llama3.2-1b", "--gpus", "2xl4", "--gpu-memory", "16", "--train", "--global-batch", "3",
              "--seq", "2048", "--json", "--top", "2"])
     got = json.loads(r.out)
     assert r.code == 0 and len(got["rows"]) == 2 and got["training"]
     assert got["fit"] + sum(got["dropped"].values()) == got["layouts"] == 20
-    for argv, start in ((["--gpus", "16xh100"], "gpu: 'h100' is ambiguous"), (["--gpus", "16"], "gpus: expected"),
+    for argv, start in ((["--gpus", "16xh100"], "gpus: 'h100' is ambiguous"), (["--gpus", "16"], "gpus: expected"),
                         (["--gpus", "2xl4", "--tp", "2"], "unrecognized arguments"),
                         (["--gpus", "2xl4", "--global-batch", "4"], "global_batch: a training option"),
                         (["--gpus", "2xl4", "--top", "0"], "top: expected")):
@@ -306,7 +315,7 @@ def test_plan_takes_the_weight_and_kv_formats():
         p = symllm.plan("llama3.1-70b", 1, weight_format="Q4_K_M", kv_format=kv_format, **opts)
         hand = {b: llama70b_peak(q4, b, seq, kv_bytes) for b in range(1, 257)}
         assert [b for b, peak in hand.items() if peak <= cap] == fit
-        assert sorted(r["batch"] for r in p.rows) == list(range(1, held + 1)) == list(range(1, p.sequences[1] + 1))
+        assert sorted(r["batch"] for r in p.rows) == list(range(1, held + 1)) == list(range(1, p.sequences["tp 1"] + 1))
         # the engine's peak (symllm.studies.served): the weights and the KV cache of b·s tokens by hand
         # (2·L·n_kv·d_h bytes a token in the KV format), beside count --serve's profiled prefill and non-torch memory
         engine = serving.capacity("llama3.1-70b", weight_format="Q4_K_M", kv_format=kv_format, **opts)

@@ -39,8 +39,11 @@ FLASH = ["deepseek-v4-flash-base", "--gpu", "h200", "--tp", "8", "--seq", "13107
     (FLASH + ["--kv-format", "q8_0"],
      "kv_dtype: q8_0; vLLM caches DeepSeek-V4 in fp8 (FlashMLA's fp8_ds_mla) or bf16 only"),
     (FLASH + ["--kv-dtype", "bf16"], "kv_dtype: bf16; on h200 vLLM caches DeepSeek-V4 in fp8 only (bf16: b200, gb200)"),
-    (["llama3.1-8b", "--gpu", "h100-sxm", "--pp", "2", "--serve"],
-     "serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep"),
+    # a hybrid's states are read from the config's every layer, not a pipeline stage's share: refused, not halved
+    (["qwen3-next-80b-a3b", "--gpu", "h100-sxm", "--pp", "2", "--serve"],
+     "pp: 2; serving reads the recurrent states of every layer, not a stage's"),
+    (["deepseek-v3.2", "--gpu", "h200", "--tp", "8", "--pp", "2", "--serve"],
+     "pp: 2; serving reads the indexer keys of every layer, not a stage's"),
     (["llama3.1-8b", "--seq", "4096", "--serve"],
      "serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)"),
     (["llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--gpu-memory-utilization", "1.5"],
@@ -100,8 +103,8 @@ def test_a_width_deepseek_v4_kernels_do_not_take_is_refused_before_the_workload(
 def test_capacity_refuses_before_its_profile_run():
     """The library's capacity checks the same way: its ``evaluate`` (the profile run) is never called."""
     calls = []
-    with pytest.raises(SymllmError, match=r"^serve: modelled for tensor parallelism"):
-        serving.capacity("llama3.1-8b", gpu="h100-sxm", pp=2, evaluate=calls.append)
+    with pytest.raises(SymllmError, match=r"^serve: give the GPU"):
+        serving.capacity("llama3.1-8b", pp=2, evaluate=calls.append)
     with pytest.raises(SymllmError, match=r"^kv_dtype: q4_0; vLLM caches DeepSeek-V4 in fp8"):
         serving.capacity(FLASH_BASE, gpu="h200", kv_format="q4_0", evaluate=calls.append)
     assert calls == []

@@ -157,7 +157,7 @@ def test_vllm_v1_sampler_and_nccl_by_hand():
 
 def test_count_serve(cli):
     """count --serve prints the allocation and the concurrency (--json: the same numbers); its options
-    without --serve, no GPU, a utilization above 1 and a pipeline layout are one line each, exit 2."""
+    without --serve, no GPU and a utilization above 1 are one line each, exit 2."""
     r = cli(["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "131072"])
     assert r.code == 0 and "GPU KV cache size" in r.out and "max concurrency at 131,072" in r.out
     j = json.loads(cli(["count", "llama3.1-8b", "--serve", "--gpu", "h100-sxm", "--seq", "131072", "--json"]).out)
@@ -165,8 +165,7 @@ def test_count_serve(cli):
     for argv, line in (
             (["--block-size", "32"], "block_size: applies to --serve"),
             (["--serve"], "serve: give the GPU"),
-            (["--serve", "--gpu", "h100-sxm", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization: got 1.5"),
-            (["--serve", "--gpu", "h100-sxm", "--pp", "2"], "serve: modelled for tensor parallelism")):
+            (["--serve", "--gpu", "h100-sxm", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization: got 1.5")):
         r = cli(["count", "llama3.1-8b", *argv])
         assert r.code == 2 and r.err.startswith(f"symllm: error: {line}") and len(r.err.splitlines()) == 1, r.err
 

@@ -152,19 +152,22 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
     if p.dropped:
         out += ["", wrap_text("dropped: " + "; ".join(f"{n:,} {why}" for why, n in
                                                       sorted(p.dropped.items(), key=lambda kv: -kv[1])))]
-    held = ", ".join([f"tp {tp}: {n:,}" for tp, n in p.sequences.items()]
-                     + [f"tp {tp}: refused, {why}" for tp, why in p.unserved.items()])
+    refused = {}  # the replicas count --serve refuses, by its one reason
+    for replica, why in p.unserved.items():
+        refused.setdefault(why, []).append(replica)
+    held = ", ".join([f"{replica}: {n:,}" for replica, n in p.sequences.items()]
+                     + [f"{' and '.join(names)}: refused, {why}" for why, names in refused.items()])
     out.append(wrap_text(f"A layout fits when its per-GPU training peak does (it assumes {p.assumes}); nothing that "
                          "does not fit is timed." if p.training else
-                         f"A replica of tensor ranks holds the sequences {p.engine}'s KV cache holds (count --serve"
+                         f"A replica holds the sequences {p.engine}'s KV cache holds at its layout (count --serve"
                          + "".join(f" --{k.replace('_', '-')} {v if isinstance(v, str) else format(v, 'g')}"
                                    for k, v in p.serve.items() if k != "non_torch")
                          + (f" --non-torch-memory {float(p.serve['non_torch'] / 2**30):g}"
                             if "non_torch" in p.serve else "")
                          + f"; {held}): its peak/GPU the weights and the cache of the batch's s + n tokens, the larger "
                          "of a decode step's working set and the engine's profiled prefill, and its non-torch "
-                         "memory. A pipelined or expert-parallel replica, or one refused, fits when its inference "
-                         f"peak does (it assumes {p.assumes}). Nothing that does not fit is timed; every decode step "
+                         "memory." + (f" A replica refused fits when its inference peak does (it assumes {p.assumes})."
+                                      if p.unserved else "") + " Nothing that does not fit is timed; every decode step "
                          "is one token a sequence at the context above (s + n unless --context)."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
@@ -203,7 +206,8 @@ def serve_lines(r: dict) -> str:
     weights, activation peak and non-torch memory; TensorRT-LLM: 0.9 of what they leave; SGLang: its static
     fraction of the card less non-torch memory, less the weights), or, for a cache sized by the context, the
     sequences it holds."""
-    per = ([f"tp {r['tp']}"] if r["tp"] > 1 else []) + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else [])
+    per = ([f"{k} {r[k]}" for k in ("tp", "pp", "ep") if r[k] > 1]
+           + ([layout_words(r["tp_layout"])] if r.get("tp_layout") else []))
     engine = r["engine"] + ("" if r.get("kv_rule", r["engine"]) == r["engine"] else f" ({r['kv_rule']}'s rule)")
     parts = {"weights": ("weights", r["weights"], "per GPU" + (f" ({', '.join(per)})" if per else "")),
              "activation": ("activation peak", r["activation_peak"],

@@ -257,10 +257,11 @@ def _spellings() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def gpu(name) -> GPU:
+def gpu(name, field: str = "gpu") -> GPU:
     """The :class:`GPU` called ``name`` (a GPU is returned as it is): a catalogue name or a name nvidia-smi prints
     (:attr:`GPU.nvidia_smi`), in any case, with or without dashes, spaces and underscores, where that names one card.
-    Refused in one line, naming the nearest names: a name of none, or the start of several cards' names.
+    Refused in one line, naming the nearest names: a name of none, or the start of several cards' names; the line
+    names ``field``, the option the name was given in (``count --gpu``'s ``gpu``, ``plan --gpus``' ``gpus``).
 
     >>> gpu("l40s").memory // GiB, gpu("RTX-4090").name, gpu("NVIDIA A100-SXM4-80GB").name, gpu("Tesla T4").sm
     (48, 'rtx4090', 'a100-80gb', '7.5')
@@ -272,6 +273,10 @@ def gpu(name) -> GPU:
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090, rtx3090; all ...: see --help)
+    >>> gpu("foo", field="gpus")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpus: unknown 'foo' (known: ...)
     """
     if isinstance(name, GPU):
         return name
@@ -284,9 +289,9 @@ def gpu(name) -> GPU:
                          if key else ())
     if len(starting) > 1:
         ordered = sorted(starting, key=list(known).index)  # catalogue order
-        raise SymllmError(with_list(f"gpu: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
+        raise SymllmError(with_list(f"{field}: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
                                     see="docs/hardware.md"))
-    raise SymllmError(with_list(f"gpu: unknown {short(name, 20)} (known: ", known, near=key or name))
+    raise SymllmError(with_list(f"{field}: unknown {short(name, 20)} (known: ", known, near=key or name))
 
 
 def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:

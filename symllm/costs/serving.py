@@ -36,6 +36,19 @@ counts both, the latent's and the indexer's),
 
 and logs "GPU KV cache size: N tokens" and "Maximum concurrency for C tokens per request: N / C x".
 
+A replica laid out over ``pp`` pipeline stages and ``ep`` expert-parallel ranks (vLLM's
+``--pipeline-parallel-size``, ``--enable-expert-parallel``; ``dp`` replicas each hold their own cache) is sized by the
+same rule on each GPU, every term one GPU's in that layout: the weights of its stage and of its share of the experts,
+the activation peak of its stage's profile, and a token's keys and values in its stage's layers only (``⌈L/N_p⌉`` on
+the first), as ``count``'s per-GPU figures read them (the largest stage's: :func:`symllm.costs.parallel.stages`).
+vLLM V1 then gives every rank the blocks of the rank with the fewest (``get_kv_cache_configs``,
+vllm/v1/core/kv_cache_utils.py: "Change the num_blocks of each rank to the smallest among all ranks"), and a token
+spans one block of every stage: where the stages split the layers evenly and the head is untied (the last stage
+holds the most weights and the logits) that is the last stage's count exactly; otherwise each term is the largest
+stage's, an estimate. NCCL's communicators are counted at ``tp`` above 1 (:func:`nccl_bytes`, measured there);
+a pipeline's or expert group's are not measured and not counted. A model whose cache is read from its config's every
+layer below (a hybrid's recurrent states, an indexer's keys, DeepSeek-V4's groups) is refused over ``pp`` stages.
+
 DeepSeek-V4 is laid out as released vLLM's own allocator lays it out: its window keys, compressed entries, indexer
 keys and compressor states in pages grouped as vLLM 0.33.0 groups them (or 0.20.0:
 :func:`symllm.costs.dsv4_cache.deepseek_v4_blocks`; docs/serving.md, "DeepSeek-V4"), in FlashMLA's fp8_ds_mla
@@ -282,16 +295,18 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
           block_size: int | None = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
           max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
-    computed (the command line calls it before the workload): no GPU, parallelism other than ``--tp``, a KV cache
-    vLLM does not serve DeepSeek-V4 in, widths its kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the
-    engine, and each vLLM option's value (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or
-    "mxfp4", :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Returns the workload, the GPU and the
-    resolved config.
+    computed (the command line calls it before the workload): no GPU, pipeline stages of a model whose cache is read
+    from its config's every layer (module docstring), a KV cache vLLM does not serve DeepSeek-V4 in, widths its
+    kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the engine, and each vLLM option's value
+    (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or "mxfp4",
+    :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Every layout is served (one replica of ``tp``
+    tensor ranks and ``pp`` stages, its experts over ``ep`` ranks: module docstring). Returns the workload, the GPU
+    and the resolved config.
 
-    >>> check("llama3.1-8b", gpu="h100-sxm", pp=2)
+    >>> check("llama3.1-8b", pp=2)
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep
+    symllm.errors.SymllmError: serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)
     """
     from symllm.costs import accelerators
     from symllm.costs.workloads import Workload
@@ -299,9 +314,10 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     gpu = accelerators.of(work)
     if gpu is None:
         raise SymllmError("serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)")
-    if work.pp > 1 or work.ep > 1 or work.dp > 1:
-        raise SymllmError("serve: modelled for tensor parallelism (--tp) only, not --pp, --dp or --ep")
     cfg = resolve(config)
+    whole = _whole_model_cache(cfg)
+    if work.pp > 1 and whole:
+        raise SymllmError(f"pp: {work.pp}; serving reads {whole} of every layer, not a stage's")
     kv_rule = check_options(cfg, work, gpu, gpu_memory_utilization=gpu_memory_utilization,
                             max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
                             kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype)
@@ -311,6 +327,18 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
                               "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
     return work, gpu, cfg
+
+
+def _whole_model_cache(cfg) -> str | None:
+    """What of ``cfg``'s cache :func:`capacity` reads from the config's every layer rather than from the laid-out
+    model (so not a pipeline stage's share): DeepSeek-V4's groups, an indexer's keys, a hybrid's states; None."""
+    if getattr(cfg, "hc_mult", None) is not None:
+        return "DeepSeek-V4's caches"
+    if getattr(cfg, "index_topk", None) is not None:
+        return "the indexer keys"
+    if cfg.count_layers(lambda kind: kind.mixer in ("mamba", "linear_attention")):
+        return "the recurrent states"
+    return None
 
 
 def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batched_tokens=None, block_size=None,
@@ -459,7 +487,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     # what every kind of cache reports alike: the card, the memory beside the cache, the profile behind it
     shared = {**named, "gpu": gpu.name, "memory": gpu.usable, "weights": weights, "activation_peak": activation,
               "non_torch": non_torch, "max_num_batched_tokens": max_num_batched_tokens,
-              "profile_tokens": working["tokens"], "tp": work.tp,
+              "profile_tokens": working["tokens"], "tp": work.tp, "pp": work.pp, "ep": work.ep,
               "moe_workspace": moe, "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}
     if util is None and kv_cache_bytes is None:  # a cache sized by the context: batch sequences of it, no pool
         tokens = context_tokens(kv_rule, context, work.batch)

@@ -25,15 +25,14 @@ data-parallel traffic``; memory is one micro-batch's, as ``workload()``'s: a pip
 in flight are not multiplied in); a layout whose ``dp`` does not divide the global batch is dropped.
 Sequence parallelism is tried with every ``tp > 1``; ZeRO stages above 0 only with more than one
 data-parallel rank (they shard nothing otherwise). Serving tries every batch 1, 2, 3, ... up to
-``concurrency`` per replica, every replica (``dp``) serving its own; a replica of tensor ranks only (``pp`` 1,
-``ep`` 1) keeps the batches its engine's KV cache holds, by the engine's own rule
-(:func:`symllm.costs.serving.capacity`, once per ``tp``: ``count --serve``'s sequences), and is held and stepped
-as the engine does (:mod:`symllm.studies.served`): its peak the weights and cache of the batch's ``s + n`` tokens
+``concurrency`` per replica, every replica (``dp``) serving its own; a replica (its ``tp``, ``pp`` and ``ep``)
+keeps the batches its engine's KV cache holds, by the engine's own rule (:func:`symllm.costs.serving.capacity`,
+once per layout: ``count --serve``'s sequences at it), and is held and stepped as the engine does
+(:mod:`symllm.studies.served`): its peak the weights and cache of the batch's ``s + n`` tokens
 beside the larger of a decode step's working set and the engine's profiled prefill, plus its non-torch memory;
 its decode step one token a sequence at context ``s + n``; its best rows under load at the batch as concurrency
-(``count --serve --concurrency``'s). A pipelined or expert-parallel replica, which serving does not model, or one
-whose ``tp`` serving refuses (:attr:`Plan.unserved`), keeps the batches whose inference peak fits (no engine
-overhead); every serving row's decode step is at that decode point.
+(``count --serve --concurrency``'s). One serving refuses (:attr:`Plan.unserved`) keeps the batches whose
+inference peak fits (no engine overhead); every serving row's decode step is at that decode point.
 Under LoRA (``lora_rank``) a training layout's peak is LoRA's (:mod:`symllm.costs.finetune`: one GPU's whole, not
 divided over the layout), as ``workload()``'s.
 
@@ -227,7 +226,7 @@ def parse_gpus(text: str) -> tuple[int, str]:
             n = int(count)
             if n < 1:
                 break
-            accelerators.gpu(name.strip())
+            accelerators.gpu(name.strip(), field="gpus")  # refused naming the option the card was given in
             return n, name.strip()
     raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")
 
@@ -253,10 +252,10 @@ class Plan:
     #: the tensor-parallel layout every row is in, where a part declares an engine's split: the training engine's for
     #: a training plan, the inference engine's for a serving one (:func:`symllm.costs.phases.layout_of`); None: none
     tp_layout: str | None = None
-    #: serving: the most sequences a replica of ``tp`` tensor ranks (pp 1, ep 1) holds, by tp, as
-    #: :func:`symllm.costs.serving.capacity` gives them (count --serve); empty for training
+    #: serving: the most sequences a replica holds, by its layout (:func:`symllm.studies.served.replica`: "tp 2 ep 4"),
+    #: as :func:`symllm.costs.serving.capacity` gives them (count --serve); empty for training
     sequences: dict = field(default_factory=dict)
-    #: serving: the tp whose replica count --serve refuses (its one-line reason), kept by the inference peak instead
+    #: serving: the replicas count --serve refuses (their one-line reason), kept by the inference peak instead
     unserved: dict = field(default_factory=dict)
     #: serving: the engine's options given (count --serve's, :func:`symllm.costs.serving.capacity`'s keywords)
     serve: dict = field(default_factory=dict)
@@ -356,10 +355,10 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     format's bytes are spread evenly over each GPU's parameters, as ``workload()``'s.
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
-    >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences
-    ((8, 1, 2, 256), {1: 0, 2: 0, 4: 99, 8: 305, 16: 356})
+    >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences["tp 8"], p.sequences["tp 4 pp 2"]
+    ((8, 1, 2, 256), 305, 305)
     >>> sorted(p.dropped.items())
-    [('inference peak > 80 GiB per GPU', 1477), ("more sequences than vllm's KV cache holds (count --serve)", 669)]
+    [("more sequences than vllm's KV cache holds (count --serve)", 1235)]
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -491,8 +490,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
     rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at))
     for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
-        load = served_by.under_load(spc.config, work, r["tp"], r["batch"], out.engine, workload_at, serve) if (
-            not training and r.get("ep") == r["pp"] == 1 and r["tp"] in out.sequences and work.gen) else None
+        at = tuple(r[k] for k in served_by.REPLICA)
+        load = served_by.under_load(spc.config, work, at, r["batch"], out.engine, workload_at, serve) if (
+            not training and served_by.replica(*at) in out.sequences and work.gen) else None
         if load:
             r["load"] = load
     out.rows = rows
@@ -501,9 +501,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
 def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, timed: dict, evaluate,
                  fit_peak: np.ndarray, serve: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The serving rows of a replica of tensor ranks (``pp`` 1, ``ep`` 1) its engine serves, as the engine holds
-    and steps them: :func:`symllm.costs.serving.capacity` once per ``tp`` (its most sequences in
-    :attr:`Plan.sequences`; a ``tp`` it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
+    """The serving rows of a replica its engine serves, as the engine holds and steps them:
+    :func:`symllm.costs.serving.capacity` once per replica's layout (its most sequences in :attr:`Plan.sequences`;
+    a layout it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
     each row's per-GPU peak set (in place) to the engine's (:func:`symllm.studies.served.engine_peak`: the weights
     and cache of the batch's ``s + n`` tokens, a decode step's working set at the decode point or the profiled
     prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
@@ -512,13 +512,14 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     n = len(cols["tp"])
     served, held = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     beside = np.zeros(n, dtype=object), np.zeros(n, dtype=object)  # activation peak, non-torch memory
-    tensor_only = (cols["pp"] == 1) & (cols["ep"] == 1)
-    caps, out.unserved = served_by.capacities(spc.config, work, sorted(set(cols["tp"][tensor_only].tolist())),
-                                              out.engine, evaluate, serve)  # a tp refused: the inference peak's rule
+    layouts = np.stack([cols[k] for k in served_by.REPLICA], axis=1)
+    caps, refused = served_by.capacities(spc.config, work, sorted(set(map(tuple, layouts.tolist()))), out.engine,
+                                         evaluate, serve)  # a layout refused: the inference peak's rule
+    out.unserved = {served_by.replica(*k): why for k, why in refused.items()}
     from symllm.costs.serving import most_sequences
-    for tp, cap in caps.items():
-        at = tensor_only & (cols["tp"] == tp)
-        out.sequences[tp] = held[at] = most_sequences(cap)
+    for layout, cap in caps.items():
+        at = (layouts == layout).all(axis=1)
+        out.sequences[served_by.replica(*layout)] = held[at] = most_sequences(cap)
         served |= at
         beside[0][at], beside[1][at] = cap["activation_peak"], cap["non_torch"]
     m = int(np.count_nonzero(served))

@@ -1,8 +1,9 @@
-"""Plan's serving rows as the engine serves them (:func:`symllm.studies.plans.plan`): a replica of tensor ranks holds
-the sequences its engine's KV cache holds (:func:`symllm.costs.serving.capacity`, what ``count --serve`` prints),
-is stepped one token a sequence at the whole context it holds (:func:`decode_point`), and at its batch as the
-concurrency runs as serving under load runs it (:func:`symllm.costs.traffic.under_load`, ``count --serve
---concurrency``): one answer at every door.
+"""Plan's serving rows as the engine serves them (:func:`symllm.studies.plans.plan`): a replica (its ``tp`` tensor
+ranks, ``pp`` stages and ``ep`` expert-parallel ranks) holds the sequences its engine's KV cache holds
+(:func:`symllm.costs.serving.capacity`, what ``count --serve`` prints at that layout), is stepped one token a
+sequence at the whole context it holds (:func:`decode_point`), and at its batch as the concurrency runs as serving
+under load runs it (:func:`symllm.costs.traffic.under_load`, ``count --serve --concurrency``): one answer at every
+door.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from math import ceil
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
 
-__all__ = ["decode_point", "engine_peak", "capacities", "under_load"]
+__all__ = ["decode_point", "engine_peak", "replica", "capacities", "under_load"]
 
 
 def decode_point(work: Workload) -> Workload:
@@ -39,25 +40,41 @@ def engine_peak(held, working, activation, non_torch) -> int:
     return ceil(held + max(working, activation) + non_torch)
 
 
-def capacities(config, work: Workload, tps, engine: str, evaluate=None, serve: dict | None = None) -> tuple[dict, dict]:
-    """``engine``'s KV cache for ``config`` on one replica of each of ``tps`` tensor ranks (``pp``, ``dp``, ``ep``
-    1): ``({tp: capacity}, {tp: why refused})``, :func:`symllm.costs.serving.capacity`'s, once a ``tp``; a ``tp``
-    it refuses (as ``count --serve`` would) in the second, with its one-line reason. ``evaluate`` as capacity's,
-    ``serve`` its options (``count --serve``'s: ``gpu_memory_utilization``, ``max_num_batched_tokens``, ...).
+#: the ranks that lay a serving replica out (a row's ``dp`` replicas each hold their own cache)
+REPLICA = ("tp", "pp", "dp", "ep")
 
-    >>> caps, refused = capacities("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), [1], "hf")
+
+def replica(tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> str:
+    """The name plan gives a replica's layout (its ``sequences`` and ``unserved`` keys): its tensor ranks, and its
+    stages and expert-parallel ranks where above 1 (``dp``, the replicas, names none).
+
+    >>> replica(2), replica(2, 1, 4, 4), replica(4, 2)
+    ('tp 2', 'tp 2 ep 4', 'tp 4 pp 2')
+    """
+    return f"tp {tp}" + (f" pp {pp}" if pp > 1 else "") + (f" ep {ep}" if ep > 1 else "")
+
+
+def capacities(config, work: Workload, layouts, engine: str, evaluate=None,
+               serve: dict | None = None) -> tuple[dict, dict]:
+    """``engine``'s KV cache for ``config`` on one replica of each of ``layouts`` (``(tp, pp, dp, ep)`` tuples):
+    ``({layout: capacity}, {layout: why refused})``, :func:`symllm.costs.serving.capacity`'s at that layout, what
+    ``count --serve --tp T --pp P --dp D --ep E`` prints, once a layout; a layout it refuses in the second, with its
+    one-line reason. ``evaluate`` as capacity's, ``serve`` its options (``count --serve``'s:
+    ``gpu_memory_utilization``, ``max_num_batched_tokens``, ...).
+
+    >>> caps, refused = capacities("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), [(1, 1, 1, 1)], "hf")
     >>> from symllm.costs.serving import most_sequences
-    >>> most_sequences(caps[1]), refused
+    >>> most_sequences(caps[1, 1, 1, 1]), refused
     (459, {})
     """
     from symllm.costs import serving
     caps, refused = {}, {}
-    for tp in tps:
+    for layout in layouts:
         try:
-            caps[tp] = serving.capacity(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
-                                        evaluate=evaluate, **(serve or {}))
+            caps[layout] = serving.capacity(config, work.replace(**dict(zip(REPLICA, layout)), batch=1,
+                                                                 engine=engine), evaluate=evaluate, **(serve or {}))
         except SymllmError as why:
-            refused[tp] = str(why)
+            refused[layout] = str(why)
     return caps, refused
 
 
@@ -65,20 +82,21 @@ def capacities(config, work: Workload, tps, engine: str, evaluate=None, serve: d
 LOAD = ("ttft_s", "itl_s", "output_tokens_per_s")
 
 
-def under_load(config, work: Workload, tp: int, batch: int, engine: str, evaluate=None,
+def under_load(config, work: Workload, layout: tuple, batch: int, engine: str, evaluate=None,
                serve: dict | None = None) -> dict | None:
-    """One replica of ``tp`` tensor ranks serving ``batch`` sequences at a time (its concurrency): ``count --serve
-    --tp T --concurrency B``'s figures (:func:`symllm.costs.traffic.under_load`): time to first token,
-    inter-token latency and output tokens/s, expected and in ``bound`` the roofline's; None where it refuses.
-    ``serve``: serving's options, as :func:`capacities`'.
+    """One replica of ``layout`` (``(tp, pp, dp, ep)``, as :func:`capacities`') serving ``batch`` sequences at a time
+    (its concurrency): ``count --serve --tp T --pp P --dp D --ep E --concurrency B``'s figures
+    (:func:`symllm.costs.traffic.under_load`): time to first token, inter-token latency and output tokens/s,
+    expected and in ``bound`` the roofline's; None where it refuses. ``serve``: serving's options, as
+    :func:`capacities`'.
 
-    >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), 1, 64, "vllm")
+    >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), (1, 1, 1, 1), 64, "vllm")
     >>> sorted(r), r["bound"]["itl_s"] < r["itl_s"]
     (['bound', 'itl_s', 'output_tokens_per_s', 'ttft_s'], True)
     """
     from symllm.costs import traffic
     try:
-        r = traffic.under_load(config, work.replace(tp=tp, pp=1, dp=1, ep=1, batch=1, engine=engine),
+        r = traffic.under_load(config, work.replace(**dict(zip(REPLICA, layout)), batch=1, engine=engine),
                                concurrency=batch, evaluate=evaluate, **(serve or {}))
     except SymllmError:
         return None
