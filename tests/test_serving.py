@@ -238,10 +238,13 @@ def test_moe_workspace_by_hand():
     ("vllm-v0", "rtx3090", 1000, 2048),
     ("vllm-v0", "h100-sxm", 32769, 2048),
     ("trtllm", "a100-80gb", 4096, 8192),  # TensorRT-LLM's LLM API: BaseLlmArgs max_num_tokens default 8192
-    # SGLang's chunked_prefill_size (server_args.py, _handle_gpu_memory_settings, v0.5 line) by the card's memory:
+    # SGLang 0.5.2's chunked_prefill_size (its wheel's server_args.py, ServerArgs.__post_init__, lines 508-518) by
+    # the card's memory: 2048 under 35 * 1024 MiB, 8192 under 160 * 1024, else 16384 (0.5.4's 4096 under 60 GiB is
+    # a later version's)
     ("sglang", "rtx3090", 4096, 2048),    # 23.58 GiB: under 35 GiB -> 2048
-    ("sglang", "l40s", 4096, 4096),       # 48 GiB: under 60 GiB -> 4096
-    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 90 GiB -> 8192
+    ("sglang", "l40s", 4096, 8192),       # 48 GiB: 35 GiB or more, under 160 -> 8192 (0.5.4: 4096)
+    ("sglang", "a100-40gb", 4096, 8192),  # 40 GiB: 35 GiB or more, under 160 -> 8192 (0.5.4: 4096)
+    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 160 GiB -> 8192
     ("sglang", "h200", 4096, 8192),       # 139.80 GiB: under 160 GiB -> 8192
     ("sglang", "mi300x", 4096, 16384),    # 192 GiB: 160 GiB or more -> 16384
     ("hf", "h100-sxm", 4096, 8192),       # an engine that declares none

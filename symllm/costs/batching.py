@@ -72,17 +72,17 @@ SCHEDULER = {
                                 "prefills are scheduled' (the decodes wait that step); _schedule_chunked_prefill, "
                                 "taken where chunked prefill is on, schedules the running decodes and prefill chunks "
                                 "in one batch"},
-    "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
-                                            [None, 16384]]},
+    "sglang": {"batched_tokens": {"tiers": [[35, 2048], [160, 8192], [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
                "prefill_tokens": 16384,
-               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings, v0.5.4 wheel "
-                         "(lines 643-748; read 2026-11-29; gpu_mem the card's MiB as nvidia-smi reports them): "
-                         "chunked_prefill_size 2048 under 20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 "
-                         "GiB (A100 40GB, L40), 8192 under 90 GiB (H100, A100 80GB) and under 160 GiB (H200), else "
-                         "16384 (B200, MI300X); v0.5.2's ServerArgs.__post_init__ (server_args.py lines 509-518) has "
-                         "three tiers: 2048 under 35 GiB, 8192 under 160, else 16384 (4096 only where the memory is "
-                         "not known), so a 40-60 GiB card took 8192 there; max_prefill_tokens 16384 (ServerArgs, "
+               "source": "python/sglang/srt/server_args.py in the sglang 0.5.2 wheel (PyPI, version.py '0.5.2'; "
+                         "read 2026-11-29), ServerArgs.__post_init__, lines 508-518: chunked_prefill_size None -> "
+                         "2048 where gpu_mem < 35 * 1024 ('A10, L40, 4090'), 8192 under 160 * 1024 ('H100, H200, "
+                         "A100, H20'), else 16384 ('B200, MI300'); 4096 only where gpu_mem is None (not known); "
+                         "gpu_mem = get_device_memory_capacity(self.device) (line 449, MiB), read here as the "
+                         "card's usable memory (the engine version symllm names for SGLang; 0.5.4's "
+                         "_handle_gpu_memory_settings adds a 4096 tier under 60 GiB: not applied); "
+                         "max_prefill_tokens 16384 (ServerArgs, "
                          "line 169, v0.4.6 to v0.5.4; TpModelWorker passes it on unchanged, managers/tp_worker.py "
                          "line 136 in v0.5.2); python/sglang/srt/model_executor/model_runner.py, init_memory_pool: "
                          "max_running_requests None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), "
@@ -294,8 +294,8 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     """The engine's prefill budget a step where the user gives none (:data:`SCHEDULER`): ``vllm`` (V1, 0.9 on)
     8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7`` 8192 on an H100 or H200
     by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's ``max_model_len``) of
-    32,768, 2048 past it (chunked prefill); ``sglang`` its ``chunked_prefill_size`` by the card's memory
-    (2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
+    32,768, 2048 past it (chunked prefill); ``sglang`` (0.5.2) its ``chunked_prefill_size`` by the card's memory
+    (2048 under 35 GiB, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
     ``max_num_tokens``, 8192; ``llama.cpp`` its ``n_batch``, 2048; ``lmdeploy``
     TurboMind's ``max_prefill_token_num``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
@@ -309,7 +309,7 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     ...  default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072))
     (20000, 2048)
     >>> [default_max_num_batched_tokens(g, "sglang") for g in ("rtx3090", "l40s", "a100-80gb", "h200", "mi300x")]
-    [2048, 4096, 8192, 8192, 16384]
+    [2048, 8192, 8192, 8192, 16384]
     """
     from symllm.costs import accelerators
     card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
