@@ -123,9 +123,8 @@ SCHEDULER = {
                                "GPU time in the rows checked)"},
     "tgi": {"source": "launcher/src/main.rs at v3.3.6 (efb94e0, 2025-09-16; read 2026-11-29): max_batch_prefill_tokens "
                       "None -> compute_optimal (lines 28-46), the same default the warm-up runs: its budget here is "
-                      "symllm.costs.engine_memory.warmup_tokens (efficiency.json tgi kv_memory warmup, read at "
-                      "v3.0.0; v3.3.6's f16_flop table, lines 1750-1781, adds H100 NVL 900e12 and H200 989e12: not "
-                      "applied, one table)",
+                      "symllm.costs.engine_memory.warmup_tokens (efficiency.json tgi kv_memory warmup: v3.3.6's "
+                      "f16_flop table, lines 1750-1781)",
             "mixed": "chunked",
             "mixed_source": "backends/v3/src/backend.rs at v3.3.6, batching_task (lines 129-294): with "
                             "support_chunking (a flash model's default: PREFILL_CHUNKING 1 in "
