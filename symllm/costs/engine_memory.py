@@ -16,7 +16,7 @@ command line):
   32;
 * lmdeploy (TurboMind, v0.2.2 on): ``cache_max_entry_count`` (0.8) of what weights and non-torch memory leave;
   blocks of 64;
-* tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory, the
+* tgi (v3.3.6): ``cuda_memory_fraction`` (1) x 0.90 of the card, less weights, activation peak and non-torch memory, the
   activation its warm-up's (:func:`warmup_tokens`).
 
 An engine whose cache is sized by the context, not a pool (``sized_by: context``: llama.cpp's ``n_ctx`` cells,
