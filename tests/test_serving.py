@@ -271,6 +271,14 @@ def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, conte
     ("sglang", "h100-sxm", 2_000_000, 131072, 4096),   # 7,812.5 -> the ceiling 4096
     ("sglang", "h100-sxm", None, None, None),          # no KV cache yet: no figure
     ("hf", "h100-sxm", None, None, None),              # an engine that declares none
+    # lmdeploy v0.10.2 (lmdeploy/utils.py get_max_batch_size, read at tag v0.10.2): the first of a100 384, a800 384,
+    # h100 1024, h800 1024, l20y 1024, h200 1024 in torch.cuda.get_device_name(0).lower(), else 128
+    ("lmdeploy", "a100-80gb", None, None, 384),        # 'nvidia a100-sxm4-80gb'
+    ("lmdeploy", "a100-80gb-pcie", None, None, 384),   # 'nvidia a100 80gb pcie'
+    ("lmdeploy", "h100-pcie", None, None, 1024),       # 'nvidia h100 pcie'
+    ("lmdeploy", "h200", None, None, 1024),            # 'nvidia h200'
+    ("lmdeploy", "rtx4090", None, None, 128),          # 'nvidia geforce rtx 4090': none of them
+    ("lmdeploy", "l40s", None, None, 128),
 ])
 def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, context, expected):
     """The most sequences an engine runs at once where none is given, from each engine's source
@@ -278,10 +286,11 @@ def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, cont
     assert batching.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
 
 
-@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048)])
+@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048), ("lmdeploy", 1024)])
 def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
     """Short requests on an H200 fit far more sequences in the KV cache than the engine runs: running stops at its
-    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048)."""
+    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048; TurboMind, lmdeploy v0.10.2's
+    get_max_batch_size: 1024 for an 'h200' in the device name)."""
     from symllm.costs.traffic import under_load
     kw = dict(gpu="h200", seq=64, gen=64, engine=engine)
     held = serving.capacity("llama3.2-1b", **kw)["kv_tokens"] // 128

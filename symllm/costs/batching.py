@@ -18,8 +18,9 @@ __all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "prefill_forward_token
 
 #: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
 #: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
-#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's
-#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29; an engine whose
+#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's and
+#: TurboMind's ``max_batch_size``: ``by_name``, the first [chip, sequences] whose chip is in the card's device name,
+#: else ``else``), one declaration an engine, with where each was read (2026-11-28 and -29; an engine whose
 #: scheduler was not read says so in ``source`` and keeps the defaults of an engine without an entry).
 #: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
 #: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
@@ -150,9 +151,15 @@ SCHEDULER = {
                                   "src/llama-context.cpp, llama_context::decode (lines 946-1076) runs it in ubatches "
                                   "of n_ubatch tokens (efficiency.json's ubatch: the GEMMs at no more than 512 rows)"},
     "lmdeploy": {"batched_tokens": {"fixed": 8192},
+                 "seqs": {"by_name": [["a100", 384], ["a800", 384], ["h100", 1024], ["h800", 1024], ["l20y", 1024],
+                                      ["h200", 1024]], "else": 128},
                  "source": "lmdeploy/messages.py at v0.10.2 (f36aa71, 2025-10-28; read 2026-11-29), "
                            "TurbomindEngineConfig.max_prefill_token_num 8192 (line 255), num_tokens_per_iter 0 -> "
-                           "max_prefill_token_num (lmdeploy/turbomind/turbomind.py, lines 251-255)",
+                           "max_prefill_token_num (lmdeploy/turbomind/turbomind.py, lines 251-255); max_batch_size "
+                           "None (messages.py line 245) -> get_max_batch_size('cuda') (turbomind.py lines 138-139; "
+                           "lmdeploy serve: cli/serve.py lines 192-193): lmdeploy/utils.py lines 361-378, the first "
+                           "of 'a100' 384, 'a800' 384, 'h100' 1024, 'h800' 1024, 'l20y' 1024, 'h200' 1024 in "
+                           "torch.cuda.get_device_name(0).lower(), else 128 (by the card's name, not its memory)",
                  "mixed": "chunked",
                  "mixed_source": "TurboMind at v0.10.2: src/turbomind/models/llama/LlamaBatch.cc, "
                                  "AdjustMaxInputCount (lines 452-482): an iteration's tokens max(pending / "
@@ -253,10 +260,16 @@ def _scheduler(engine) -> tuple[str, dict]:
     return name, SCHEDULER.get(name, {})
 
 
+def _named(card, chip: str) -> bool:
+    """Whether ``chip`` is in ``card``'s device name as torch reports it (lower-cased; :attr:`GPU.nvidia_smi`'s
+    names where known, and symllm's own name), as engines pick defaults by ``torch.cuda.get_device_name``."""
+    return any(chip in name.lower() for name in (*card.nvidia_smi, card.name))
+
+
 def _large(card, rule: dict) -> bool:
     """Whether ``card`` gets an engine's large-card defaults (:data:`SCHEDULER`'s ``large_card``)."""
     if "by_name" in rule:
-        return any(chip in card.name.lower() for chip in rule["by_name"])
+        return any(_named(card, chip) for chip in rule["by_name"])
     return card.usable >= rule["gib"] * 2 ** 30 and rule["not"] not in card.name.lower()
 
 
@@ -264,7 +277,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
                          context: int | None = None) -> int | None:
     """The most sequences ``engine`` runs at once where the user gives none (:data:`SCHEDULER`): vLLM's
     ``max_num_seqs`` (``vllm serve``: 1024 on a card of at least 70 GiB that is not an A100, an H100 or H200,
-    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), SGLang's ``max_running_requests``
+    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), TurboMind's (lmdeploy v0.10.2) by the card's name
+    (384 on an A100, 1024 on an H100 or H200, 128 on any other), SGLang's ``max_running_requests``
     (``min(max(⌊kv_tokens / context · 512⌋, 2048), 4096)``, ``context`` the model's own; None without
     ``kv_tokens``); None for an engine that declares none. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
@@ -273,6 +287,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
     (1024, 256, 256)
     >>> default_max_num_seqs("h100-sxm", "trtllm"), default_max_num_seqs("h100-sxm", "sglang", 1_000_000, 131072)
     (2048, 3906)
+    >>> [default_max_num_seqs(g, "lmdeploy") for g in ("a100-80gb", "h100-pcie", "h200", "l40s")]
+    [384, 1024, 1024, 128]
     """
     from symllm.costs import accelerators
     card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
@@ -281,6 +297,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
         return None
     if "fixed" in seqs:
         return seqs["fixed"]
+    if "by_name" in seqs:
+        return next((n for chip, n in seqs["by_name"] if _named(card, chip)), seqs["else"])
     if "requests" in seqs:
         if kv_tokens is None or not context:
             return None
