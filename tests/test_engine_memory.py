@@ -87,9 +87,10 @@ def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
     not given is compute_optimal = f16_flop x shards // Config::flop, f16_flop (lines 1750-1781, by the dashed,
     lower-cased nvidia-smi name, lines 1708-1729) 900 TFLOPS for an 'nvidia-h100-80gb-hbm3' or 'nvidia-h100-nvl',
     989 for an 'nvidia-h200', 312 for an 'nvidia-a100-sxm4-80gb' or 'nvidia-a100-sxm4-40gb' (v3.0.0's table had
-    neither the H100 NVL, the H200 nor the A100 40GB), Config::flop of Llama 3.1 8B (config.json: 32 layers, 32 heads, 8 KV
-    heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
-    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below max_position_embeddings (131,072) and
+    neither the H100 NVL, the H200 nor the A100 40GB), Config::flop of Llama 3.1 8B (config.json: 32 layers, 32
+    heads, 8 KV heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
+    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below
+    max_position_embeddings (131,072) and
     its vram_maximum (0.95 x 85 GB less 2 x 7.2 G parameters, over 131,072 + 129,024 bytes a token: ~256,800;
     on a 40 GB A100 ~95,000): 989e12 // that = 65,791 on an H200. An H100 PCIe ('nvidia-h100-pcie') is not in its
     table: 4096. The warm-up computes one logit a request (REQUEST_LOGPROBS off), so its activation is a forward of
