@@ -70,31 +70,38 @@ def test_lmdeploy_takes_its_share_of_what_the_weights_leave():
 
 
 def test_tgi_sizes_its_cache_after_the_warm_up_with_its_wiggle_room():
-    """text-generation-inference v3.0.0, server/text_generation_server/models/flash_causal_lm.py, warmup:
-    get_free_memory(device, MEMORY_FRACTION * TGI_WIGGLE_ROOM) after the warm-up prefill (its activations still
-    cached), utils/import_utils.py get_cuda_free_memory: free - (1 - fraction) * total; MEMORY_FRACTION 1.0,
-    TGI_WIGGLE_ROOM 0.95 (models/globals.py): 0.95 x total - weights - activation peak - non-torch."""
+    """text-generation-inference v3.3.6 (tag v3.3.6), server/text_generation_server/models/flash_causal_lm.py,
+    warmup: get_free_memory(device, MEMORY_FRACTION * TGI_WIGGLE_ROOM) after the warm-up prefill (its activations
+    still cached), utils/import_utils.py get_cuda_free_memory: free - (1 - fraction) * total; MEMORY_FRACTION 1.0,
+    TGI_WIGGLE_ROOM 0.90 (models/globals.py line 32 at v3.3.6; 0.95 at v3.0.0): 0.90 x total - weights -
+    activation peak - non-torch."""
     r = _cap("tgi")
-    assert r["kv_cache_bytes"] == Fraction(95, 100) * H100 - WEIGHTS - r["activation_peak"] - Fraction(1, 2) * GIB
+    assert r["kv_cache_bytes"] == Fraction(90, 100) * H100 - WEIGHTS - r["activation_peak"] - Fraction(1, 2) * GIB
     assert r["block_size"] == 1 and r["kv_tokens"] == floor(r["kv_cache_bytes"] / PER_TOKEN)
-    half = _cap("tgi", gpu_memory_utilization=0.5)  # --cuda-memory-fraction 0.5: 0.475 of the card
-    assert half["kv_cache_bytes"] == Fraction(475, 1000) * H100 - WEIGHTS - half["activation_peak"] - Fraction(GIB, 2)
+    half = _cap("tgi", gpu_memory_utilization=0.5)  # --cuda-memory-fraction 0.5: 0.45 of the card
+    assert half["kv_cache_bytes"] == Fraction(45, 100) * H100 - WEIGHTS - half["activation_peak"] - Fraction(GIB, 2)
 
 
 def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
-    """text-generation-inference v3.0.0 launcher/src/main.rs: max_batch_prefill_tokens where not given is
-    compute_optimal = f16_flop x shards // Config::flop, f16_flop 900 TFLOPS for an 'nvidia-h100-80gb-hbm3' and
-    312 for an 'nvidia-a100-sxm4-80gb', Config::flop of Llama 3.1 8B (config.json: 32 layers, 32 heads, 8 KV
-    heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
-    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below max_position_embeddings (131,072) and
-    its vram_maximum (0.95 x 85 GB less 2 x 7.2 G parameters, over 131,072 + 129,024 bytes a token: ~256,800). An
-    H200 ('nvidia-h200') is not in its table: 4096. The warm-up computes one logit a request (REQUEST_LOGPROBS
-    off), so its activation is a forward of those tokens with the last position's logits only."""
+    """text-generation-inference v3.3.6 launcher/src/main.rs (tag v3.3.6, efb94e0): max_batch_prefill_tokens where
+    not given is compute_optimal = f16_flop x shards // Config::flop, f16_flop (lines 1750-1781, by the dashed,
+    lower-cased nvidia-smi name, lines 1708-1729) 900 TFLOPS for an 'nvidia-h100-80gb-hbm3' or 'nvidia-h100-nvl',
+    989 for an 'nvidia-h200', 312 for an 'nvidia-a100-sxm4-80gb' or 'nvidia-a100-sxm4-40gb' (v3.0.0's table had
+    neither the H100 NVL, the H200 nor the A100 40GB), Config::flop of Llama 3.1 8B (config.json: 32 layers, 32
+    heads, 8 KV heads of 128, hidden 4096, intermediate 14336) = 32 x (3 x 2·32·128·4096 + 2 x 2·8·128·4096
+    + 2·3·4096·14336) = 15,032,385,536: 900e12 // that = 59,870, 312e12 // that = 20,755; below
+    max_position_embeddings (131,072) and
+    its vram_maximum (0.95 x 85 GB less 2 x 7.2 G parameters, over 131,072 + 129,024 bytes a token: ~256,800;
+    on a 40 GB A100 ~95,000): 989e12 // that = 65,791 on an H200. An H100 PCIe ('nvidia-h100-pcie') is not in its
+    table: 4096. The warm-up computes one logit a request (REQUEST_LOGPROBS off), so its activation is a forward of
+    those tokens with the last position's logits only."""
     flop = 32 * (3 * 2 * 32 * 128 * 4096 + 2 * 2 * 8 * 128 * 4096 + 2 * 3 * 4096 * 14336)
     assert flop == 15_032_385_536
-    for gpu, tflops in (("h100-sxm", 900), ("a100-80gb", 312)):
+    for gpu, tflops in (("h100-sxm", 900), ("h100-nvl", 900), ("h200", 989), ("a100-80gb", 312),
+                        ("a100-40gb", 312)):
         assert _cap("tgi", gpu=gpu)["profile_tokens"] == tflops * 10 ** 12 // flop
-    assert _cap("tgi", gpu="h200")["profile_tokens"] == 4096
+    assert 989 * 10 ** 12 // flop == 65_791
+    assert _cap("tgi", gpu="h100-pcie")["profile_tokens"] == 4096
     given = _cap("tgi", max_num_batched_tokens=2048)  # --max-batch-prefill-tokens given: that many
     assert given["profile_tokens"] == 2048 and given["activation_peak"] < 2048 * 128_256 * 2  # one logit, not 2048
 

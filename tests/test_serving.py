@@ -237,10 +237,13 @@ def test_moe_workspace_by_hand():
     ("vllm-v0", "rtx3090", 1000, 2048),
     ("vllm-v0", "h100-sxm", 32769, 2048),
     ("trtllm", "a100-80gb", 4096, 8192),  # TensorRT-LLM's LLM API: BaseLlmArgs max_num_tokens default 8192
-    # SGLang's chunked_prefill_size (server_args.py, _handle_gpu_memory_settings, v0.5 line) by the card's memory:
+    # SGLang 0.5.2's chunked_prefill_size (its wheel's server_args.py, ServerArgs.__post_init__, lines 508-518) by
+    # the card's memory: 2048 under 35 * 1024 MiB, 8192 under 160 * 1024, else 16384 (0.5.4's 4096 under 60 GiB is
+    # a later version's)
     ("sglang", "rtx3090", 4096, 2048),    # 23.58 GiB: under 35 GiB -> 2048
-    ("sglang", "l40s", 4096, 4096),       # 48 GiB: under 60 GiB -> 4096
-    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 90 GiB -> 8192
+    ("sglang", "l40s", 4096, 8192),       # 48 GiB: 35 GiB or more, under 160 -> 8192 (0.5.4: 4096)
+    ("sglang", "a100-40gb", 4096, 8192),  # 40 GiB: 35 GiB or more, under 160 -> 8192 (0.5.4: 4096)
+    ("sglang", "h100-sxm", 4096, 8192),   # 79.18 GiB: under 160 GiB -> 8192
     ("sglang", "h200", 4096, 8192),       # 139.80 GiB: under 160 GiB -> 8192
     ("sglang", "mi300x", 4096, 16384),    # 192 GiB: 160 GiB or more -> 16384
     ("hf", "h100-sxm", 4096, 8192),       # an engine that declares none
@@ -267,6 +270,14 @@ def test_default_max_num_batched_tokens_by_the_engines_source(engine, gpu, conte
     ("sglang", "h100-sxm", 2_000_000, 131072, 4096),   # 7,812.5 -> the ceiling 4096
     ("sglang", "h100-sxm", None, None, None),          # no KV cache yet: no figure
     ("hf", "h100-sxm", None, None, None),              # an engine that declares none
+    # lmdeploy v0.10.2 (lmdeploy/utils.py get_max_batch_size, read at tag v0.10.2): the first of a100 384, a800 384,
+    # h100 1024, h800 1024, l20y 1024, h200 1024 in torch.cuda.get_device_name(0).lower(), else 128
+    ("lmdeploy", "a100-80gb", None, None, 384),        # 'nvidia a100-sxm4-80gb'
+    ("lmdeploy", "a100-80gb-pcie", None, None, 384),   # 'nvidia a100 80gb pcie'
+    ("lmdeploy", "h100-pcie", None, None, 1024),       # 'nvidia h100 pcie'
+    ("lmdeploy", "h200", None, None, 1024),            # 'nvidia h200'
+    ("lmdeploy", "rtx4090", None, None, 128),          # 'nvidia geforce rtx 4090': none of them
+    ("lmdeploy", "l40s", None, None, 128),
 ])
 def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, context, expected):
     """The most sequences an engine runs at once where none is given, from each engine's source
@@ -274,10 +285,11 @@ def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, cont
     assert batching.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
 
 
-@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048)])
+@pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048), ("lmdeploy", 1024)])
 def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
     """Short requests on an H200 fit far more sequences in the KV cache than the engine runs: running stops at its
-    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048)."""
+    max_num_seqs (vLLM: 1024 on an H200) or max_batch_size (TensorRT-LLM: 2048; TurboMind, lmdeploy v0.10.2's
+    get_max_batch_size: 1024 for an 'h200' in the device name)."""
     from symllm.costs.traffic import under_load
     kw = dict(gpu="h200", seq=64, gen=64, engine=engine)
     held = serving.capacity("llama3.2-1b", **kw)["kv_tokens"] // 128
@@ -327,8 +339,9 @@ def _serve_rows(out: str) -> dict:
     ("sglang", "x 0.874", lambda m, w, a, n: 0.874 * (m - n) - w),
     # lmdeploy v0.6.0 BlockManager::GetBlockCount: free after the weights x cache_max_entry_count 0.8
     ("lmdeploy", "x 0.8", lambda m, w, a, n: 0.8 * (m - w - n)),
-    # TGI v3.0.0 flash_causal_lm.py warmup: free - (1 - 1.0 x 0.95) x total, free after weights and the warm-up
-    ("tgi", "x 1 x 0.95", lambda m, w, a, n: 0.95 * m - w - a - n),
+    # TGI v3.3.6 flash_causal_lm.py warmup: free - (1 - 1.0 x 0.90) x total, free after weights and the warm-up
+    # (models/globals.py: TGI_WIGGLE_ROOM 0.90 at v3.3.6)
+    ("tgi", "x 1 x 0.9", lambda m, w, a, n: 0.90 * m - w - a - n),
 ])
 def test_count_prints_each_engines_memory_rule(cli, engine, fraction, rule):
     """count --serve --engine E prints its memory rows in the order its rule takes them (the parts inside the

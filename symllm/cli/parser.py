@@ -343,7 +343,7 @@ def _serving_options(s) -> None:
                         "sglang's mem_fraction_static, of the card less non-torch, weights inside it (default by "
                         "card and --tp: 0.874 on one H100); trtllm's free_gpu_memory_fraction, of what weights, "
                         "activations and non-torch leave (0.9); lmdeploy's cache_max_entry_count, of what weights "
-                        "and non-torch leave (0.8, below 1); tgi's --cuda-memory-fraction, x 0.95, as vllm's (1); "
+                        "and non-torch leave (0.8, below 1); tgi's --cuda-memory-fraction, x 0.90, as vllm's (1); "
                         "none for llama.cpp, mlc, gpt-fast, hf, torch (a cache sized by the context x --batch)")
     s.add_argument("--max-num-batched-tokens", type=int, default=None, metavar="N",
                    help="tokens of the engine's profile run (its activation peak) and of a step's chunked prefill "

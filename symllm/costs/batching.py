@@ -18,8 +18,9 @@ __all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "prefill_forward_token
 
 #: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
 #: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
-#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's
-#: ``max_batch_size``), one declaration an engine, with where each was read (2026-11-28 and -29; an engine whose
+#: sequences it runs at once (vLLM's ``max_num_seqs``, SGLang's ``max_running_requests``, TensorRT-LLM's and
+#: TurboMind's ``max_batch_size``: ``by_name``, the first [chip, sequences] whose chip is in the card's device name,
+#: else ``else``), one declaration an engine, with where each was read (2026-11-28 and -29; an engine whose
 #: scheduler was not read says so in ``source`` and keeps the defaults of an engine without an entry).
 #: ``large_card``: vLLM's "device_memory >= 70 * GiB_bytes and 'a100' not in device_name" (0.9 on), or 0.7.3's
 #: "h100" or "h200" in the device name (``by_name``); ``tiers``: SGLang's [below GiB, tokens] by the card's memory
@@ -72,17 +73,17 @@ SCHEDULER = {
                                 "prefills are scheduled' (the decodes wait that step); _schedule_chunked_prefill, "
                                 "taken where chunked prefill is on, schedules the running decodes and prefill chunks "
                                 "in one batch"},
-    "sglang": {"batched_tokens": {"tiers": [[20, 2048], [35, 2048], [60, 4096], [90, 8192], [160, 8192],
-                                            [None, 16384]]},
+    "sglang": {"batched_tokens": {"tiers": [[35, 2048], [160, 8192], [None, 16384]]},
                "seqs": {"requests": {"per_context": 512, "floor": 2048, "ceiling": 4096}},
                "prefill_tokens": 16384,
-               "source": "python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings, v0.5.4 wheel "
-                         "(lines 643-748; read 2026-11-29; gpu_mem the card's MiB as nvidia-smi reports them): "
-                         "chunked_prefill_size 2048 under 20 GiB (T4) and under 35 GiB (A10, RTX 4090), 4096 under 60 "
-                         "GiB (A100 40GB, L40), 8192 under 90 GiB (H100, A100 80GB) and under 160 GiB (H200), else "
-                         "16384 (B200, MI300X); v0.5.2's ServerArgs.__post_init__ (server_args.py lines 509-518) has "
-                         "three tiers: 2048 under 35 GiB, 8192 under 160, else 16384 (4096 only where the memory is "
-                         "not known), so a 40-60 GiB card took 8192 there; max_prefill_tokens 16384 (ServerArgs, "
+               "source": "python/sglang/srt/server_args.py in the sglang 0.5.2 wheel (PyPI, version.py '0.5.2'; "
+                         "read 2026-11-29), ServerArgs.__post_init__, lines 508-518: chunked_prefill_size None -> "
+                         "2048 where gpu_mem < 35 * 1024 ('A10, L40, 4090'), 8192 under 160 * 1024 ('H100, H200, "
+                         "A100, H20'), else 16384 ('B200, MI300'); 4096 only where gpu_mem is None (not known); "
+                         "gpu_mem = get_device_memory_capacity(self.device) (line 449, MiB), read here as the "
+                         "card's usable memory (the engine version symllm names for SGLang; 0.5.4's "
+                         "_handle_gpu_memory_settings adds a 4096 tier under 60 GiB: not applied); "
+                         "max_prefill_tokens 16384 (ServerArgs, "
                          "line 169, v0.4.6 to v0.5.4; TpModelWorker passes it on unchanged, managers/tp_worker.py "
                          "line 136 in v0.5.2); python/sglang/srt/model_executor/model_runner.py, init_memory_pool: "
                          "max_running_requests None -> min(max(int(max_total_num_tokens / context_len * 512), 2048), "
@@ -123,9 +124,8 @@ SCHEDULER = {
                                "GPU time in the rows checked)"},
     "tgi": {"source": "launcher/src/main.rs at v3.3.6 (efb94e0, 2025-09-16; read 2026-11-29): max_batch_prefill_tokens "
                       "None -> compute_optimal (lines 28-46), the same default the warm-up runs: its budget here is "
-                      "symllm.costs.engine_memory.warmup_tokens (efficiency.json tgi kv_memory warmup, read at "
-                      "v3.0.0; v3.3.6's f16_flop table, lines 1750-1781, adds H100 NVL 900e12 and H200 989e12: not "
-                      "applied, one table)",
+                      "symllm.costs.engine_memory.warmup_tokens (efficiency.json tgi kv_memory warmup: v3.3.6's "
+                      "f16_flop table, lines 1750-1781)",
             "mixed": "chunked",
             "mixed_source": "backends/v3/src/backend.rs at v3.3.6, batching_task (lines 129-294): with "
                             "support_chunking (a flash model's default: PREFILL_CHUNKING 1 in "
@@ -151,9 +151,15 @@ SCHEDULER = {
                                   "src/llama-context.cpp, llama_context::decode (lines 946-1076) runs it in ubatches "
                                   "of n_ubatch tokens (efficiency.json's ubatch: the GEMMs at no more than 512 rows)"},
     "lmdeploy": {"batched_tokens": {"fixed": 8192},
+                 "seqs": {"by_name": [["a100", 384], ["a800", 384], ["h100", 1024], ["h800", 1024], ["l20y", 1024],
+                                      ["h200", 1024]], "else": 128},
                  "source": "lmdeploy/messages.py at v0.10.2 (f36aa71, 2025-10-28; read 2026-11-29), "
                            "TurbomindEngineConfig.max_prefill_token_num 8192 (line 255), num_tokens_per_iter 0 -> "
-                           "max_prefill_token_num (lmdeploy/turbomind/turbomind.py, lines 251-255)",
+                           "max_prefill_token_num (lmdeploy/turbomind/turbomind.py, lines 251-255); max_batch_size "
+                           "None (messages.py line 245) -> get_max_batch_size('cuda') (turbomind.py lines 138-139; "
+                           "lmdeploy serve: cli/serve.py lines 192-193): lmdeploy/utils.py lines 361-378, the first "
+                           "of 'a100' 384, 'a800' 384, 'h100' 1024, 'h800' 1024, 'l20y' 1024, 'h200' 1024 in "
+                           "torch.cuda.get_device_name(0).lower(), else 128 (by the card's name, not its memory)",
                  "mixed": "chunked",
                  "mixed_source": "TurboMind at v0.10.2: src/turbomind/models/llama/LlamaBatch.cc, "
                                  "AdjustMaxInputCount (lines 452-482): an iteration's tokens max(pending / "
@@ -254,10 +260,16 @@ def _scheduler(engine) -> tuple[str, dict]:
     return name, SCHEDULER.get(name, {})
 
 
+def _named(card, chip: str) -> bool:
+    """Whether ``chip`` is in ``card``'s device name as torch reports it (lower-cased; :attr:`GPU.nvidia_smi`'s
+    names where known, and symllm's own name), as engines pick defaults by ``torch.cuda.get_device_name``."""
+    return any(chip in name.lower() for name in (*card.nvidia_smi, card.name))
+
+
 def _large(card, rule: dict) -> bool:
     """Whether ``card`` gets an engine's large-card defaults (:data:`SCHEDULER`'s ``large_card``)."""
     if "by_name" in rule:
-        return any(chip in card.name.lower() for chip in rule["by_name"])
+        return any(_named(card, chip) for chip in rule["by_name"])
     return card.usable >= rule["gib"] * 2 ** 30 and rule["not"] not in card.name.lower()
 
 
@@ -265,7 +277,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
                          context: int | None = None) -> int | None:
     """The most sequences ``engine`` runs at once where the user gives none (:data:`SCHEDULER`): vLLM's
     ``max_num_seqs`` (``vllm serve``: 1024 on a card of at least 70 GiB that is not an A100, an H100 or H200,
-    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), SGLang's ``max_running_requests``
+    256 on any other), TensorRT-LLM's ``max_batch_size`` (2048), TurboMind's (lmdeploy v0.10.2) by the card's name
+    (384 on an A100, 1024 on an H100 or H200, 128 on any other), SGLang's ``max_running_requests``
     (``min(max(⌊kv_tokens / context · 512⌋, 2048), 4096)``, ``context`` the model's own; None without
     ``kv_tokens``); None for an engine that declares none. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
@@ -274,6 +287,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
     (1024, 256, 256)
     >>> default_max_num_seqs("h100-sxm", "trtllm"), default_max_num_seqs("h100-sxm", "sglang", 1_000_000, 131072)
     (2048, 3906)
+    >>> [default_max_num_seqs(g, "lmdeploy") for g in ("a100-80gb", "h100-pcie", "h200", "l40s")]
+    [384, 1024, 1024, 128]
     """
     from symllm.costs import accelerators
     card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)
@@ -282,6 +297,8 @@ def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None =
         return None
     if "fixed" in seqs:
         return seqs["fixed"]
+    if "by_name" in seqs:
+        return next((n for chip, n in seqs["by_name"] if _named(card, chip)), seqs["else"])
     if "requests" in seqs:
         if kv_tokens is None or not context:
             return None
@@ -294,8 +311,8 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     """The engine's prefill budget a step where the user gives none (:data:`SCHEDULER`): ``vllm`` (V1, 0.9 on)
     8192 on a card of at least 70 GiB that is not an A100, else 2048; ``vllm-v1-0.7`` 8192 on an H100 or H200
     by name, else 2048; ``vllm-v0`` ``max(context, 2048)`` up to a context (vLLM's ``max_model_len``) of
-    32,768, 2048 past it (chunked prefill); ``sglang`` its ``chunked_prefill_size`` by the card's memory
-    (2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
+    32,768, 2048 past it (chunked prefill); ``sglang`` (0.5.2) its ``chunked_prefill_size`` by the card's memory
+    (2048 under 35 GiB, 8192 under 160, 16384 above); ``trtllm`` its LLM API's
     ``max_num_tokens``, 8192; ``llama.cpp`` its ``n_batch``, 2048; ``lmdeploy``
     TurboMind's ``max_prefill_token_num``, 8192; any other engine 8192. ``gpu`` a catalogue name or a
     :class:`symllm.costs.accelerators.GPU`.
@@ -309,7 +326,7 @@ def default_max_num_batched_tokens(gpu, engine: str | None = None, context: int 
     ...  default_max_num_batched_tokens("h100-sxm", "vllm-v0", 131072))
     (20000, 2048)
     >>> [default_max_num_batched_tokens(g, "sglang") for g in ("rtx3090", "l40s", "a100-80gb", "h200", "mi300x")]
-    [2048, 4096, 8192, 8192, 16384]
+    [2048, 8192, 8192, 8192, 16384]
     """
     from symllm.costs import accelerators
     card, (name, rule) = accelerators.gpu(gpu), _scheduler(engine)

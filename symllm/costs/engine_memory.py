@@ -16,7 +16,7 @@ command line):
   32;
 * lmdeploy (TurboMind, v0.2.2 on): ``cache_max_entry_count`` (0.8) of what weights and non-torch memory leave;
   blocks of 64;
-* tgi: ``cuda_memory_fraction`` (1) x 0.95 of the card, less weights, activation peak and non-torch memory, the
+* tgi (v3.3.6): ``cuda_memory_fraction`` (1) x 0.90 of the card, less weights, activation peak and non-torch memory, the
   activation its warm-up's (:func:`warmup_tokens`).
 
 An engine whose cache is sized by the context, not a pool (``sized_by: context``: llama.cpp's ``n_ctx`` cells,
@@ -164,7 +164,7 @@ def working_set(r: dict, conventions: dict, seq: int, context: int, batched: int
 
 def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool = False) -> int | None:
     """The tokens of the engine's warm-up forward where the user gives none, by its rule's ``warmup`` (None where
-    it has none): TGI's launcher (v3.0.0, launcher/src/main.rs) defaults ``max_batch_prefill_tokens`` to
+    it has none): TGI's launcher (v3.3.6, launcher/src/main.rs) defaults ``max_batch_prefill_tokens`` to
     ``compute_optimal``, the card's fp16 FLOP/s (its own table by nvidia-smi's name, ``card_f16_tflops``) times the
     shards over its count of a token's FLOPs (``Config::flop``: ``L·(6·h·d_h·d + 4·kv·d_h·d + 6·d·d_ff·(k +
     shared))``), where above ``minimum`` (100), else ``default`` (4096); at most ``max_position_embeddings``;
@@ -177,7 +177,7 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     >>> from symllm.costs import accelerators
     >>> h100, h200 = accelerators.gpu("h100-sxm"), accelerators.gpu("h200")
     >>> warmup_tokens(rule("tgi"), "llama3.1-8b", h100), warmup_tokens(rule("tgi"), "llama3.1-8b", h200)
-    (59870, 4096)
+    (59870, 65791)
     """
     own = r.get("warmup")
     if not own:

@@ -28,7 +28,7 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
   chunk adds no more than ``G(q)``, its GEMMs as a forward of its own), ``G(C)`` the decode step's (the bound's less
   the decodes' attention core its stream hid, ``decode_core_s``, which a forward with a prompt's rows does not
   hide), ``A`` the prompt's attention core. That is a chunk alone in its step, which holds while the prompts joining
-  a step bring at most a chunk (``C·s/n ≤ q``); past it the step runs its decodes and all ``C·s/n`` prompt rows
+  a step bring at most one chunk (``C/n · ⌈s/q⌉ ≤ 1``); past it the step runs its decodes and all ``C·s/n`` prompt rows
   together (:func:`_together`): ``f = ⌈(C + C·s/n) / B⌉`` forwards of equal rows, ``C/n · p = f · G((C + C·s/n) / f)
   − G(C) + C/n · A``, at most ``C/n`` forwards of their own (``prefill_compute_s`` each);
 * ``static`` (transformers' ``generate``, gpt-fast): no prompt joins a running batch: ``C`` prompts run in one
@@ -239,8 +239,11 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                 alone = Fraction(decode["decode_gemm_s"])
                 alone -= max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
                     decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
-                if joins * s <= chunk:  # at most a chunk a step: each chunk in a step of its own
-                    sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
+                sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
+                # at most one chunk a step (not only a chunk's tokens: a prompt cut in two brings two chunks, and
+                # at 1,876 tokens cut 1,870 + 6 one joining a step puts two chunks in most steps, its 6 rows not
+                # hidden under a decode step alone): each chunk in a step of its own
+                if joins * sum(sizes.values()) <= 1:
                     # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
                     # forward of its own (the decode and prompt tables can disagree: a one-token chunk, llama.cpp)
                     mixed = [(k, gemms(c + q, c), gemms(q, 0)) for q, k in sizes.items()]
