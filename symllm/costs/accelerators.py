@@ -40,7 +40,7 @@ from pathlib import Path
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
-from symllm.validate import choice, short, with_list
+from symllm.validate import choice, positive_number, short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload reads the table without them
 
@@ -300,8 +300,12 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
     ...
     symllm.errors.SymllmError: gpu_bandwidth: a GPU outside the catalogue needs --gpu-memory, -bandwidth and -flops
     """
+    given = (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops))
+    for field_, value in given:  # a value given is judged before one missing is asked for (--gpu-memory -80)
+        if value is not None:
+            _given(field_, value, 1)
     if base is None:
-        for field_, value in (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops)):
+        for field_, value in given:
             if value is None:
                 raise SymllmError(f"{field_}: a GPU outside the catalogue needs --gpu-memory, -bandwidth and "
                                   "-flops")
@@ -325,8 +329,19 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
 
 
 def _given(field_: str, value, unit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0:
-        raise SymllmError(f"{field_}: expected a positive number, got {value!r}")
+    """``value`` (a positive, finite number) times ``unit``, as an int; else one line naming ``field_``.
+
+    >>> _given("gpu_memory", 80, 2**30) == 80 * 2**30
+    True
+    >>> _given("gpu_memory", float("inf"), 2**30)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu_memory: expected a positive number, got inf
+    """
+    if not isinstance(value, Fraction):
+        positive_number(field_, value)  # finite and above 0: inf and nan have no Fraction
+    elif not value > 0:
+        raise SymllmError(f"{field_}: expected a positive number, got {value}")
     return int(Fraction(str(value)) * unit)  # str: 165.2 is the decimal the user typed, not its binary double
 
 
