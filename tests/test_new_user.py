@@ -30,3 +30,19 @@ def test_count_refuses_numbers_with_one_line(cli, argv, line):
 def test_plan_refuses_an_infinite_price(cli):
     _refused(cli(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--tokens", "1T", "--price", "inf"]),
              "price: expected a non-negative number, got inf")
+
+
+def test_plan_refuses_concurrency_under_train(cli):
+    """--concurrency is serving's (every batch per replica up to it): under --train it was ignored without a
+    word, as --global-batch without --train is refused (symllm.studies.plans)."""
+    _refused(cli(["plan", "llama3.1-70b", "--gpus", "8xh200", "--train", "--concurrency", "5"]),
+             "concurrency: applies to serving, not --train (training takes --global-batch)")
+
+
+def test_plan_serving_tries_the_concurrency_given(cli):
+    """Without --concurrency serving tries batches up to 256 a replica (docs/plan.md); with 5, up to 5."""
+    import json
+    rows = json.loads(cli(["plan", "llama3.2-1b", "--gpus", "1xh100-sxm", "--concurrency", "5", "--json"]).out)["rows"]
+    assert max(r["batch"] for r in rows) == 5
+    rows = json.loads(cli(["plan", "llama3.2-1b", "--gpus", "1xh100-sxm", "--json"]).out)["rows"]
+    assert max(r["batch"] for r in rows) == 256

@@ -437,7 +437,7 @@ def _plan_args(p) -> None:
     p.add_argument("--train", action="store_true", help="training layouts (ZeRO, recomputation); default: serving")
     p.add_argument("--global-batch", type=int, default=None,
                    help="training: sequences per optimizer step (default: one per GPU)")
-    p.add_argument("--concurrency", type=int, default=256,
+    p.add_argument("--concurrency", type=int, default=None,
                    help="serving: the most sequences per replica tried (every batch 1, 2, 3, ... up to it; "
                         "default 256)")
     _serving_options(p.add_argument_group("serving: the --engine's KV cache, as count --serve's (not with --train)"))
