@@ -46,3 +46,15 @@ def test_plan_serving_tries_the_concurrency_given(cli):
     assert max(r["batch"] for r in rows) == 5
     rows = json.loads(cli(["plan", "llama3.2-1b", "--gpus", "1xh100-sxm", "--json"]).out)["rows"]
     assert max(r["batch"] for r in rows) == 256
+
+
+def test_a_comparison_warns_for_the_options_it_does_not_show(cli):
+    """count of several models (a column each: symllm.costs.comparison.ROWS) has no serving or cost rows: --serve,
+    its load and --tokens were dropped without a word."""
+    r = cli(["count", "llama3.2-1b", "llama3.2-3b", "--gpu", "h100-sxm", "--serve", "--concurrency", "4",
+             "--tokens", "1T"])
+    assert r.code == 0
+    assert r.err.startswith("symllm: warning: --serve, --concurrency, --tokens do not apply to a comparison "), r.err
+    assert "ignored" in r.err
+    r = cli(["count", "llama3.2-1b", "llama3.2-3b", "--gpu", "h100-sxm"])
+    assert r.code == 0 and r.err == ""

@@ -74,6 +74,11 @@ def cmd_compare(args) -> int:
     from symllm.costs import comparison
     from symllm.present.format import side_by_side
     given = _given(args)
+    # what its rows (comparison.ROWS) do not show: the serving capacity and load of --serve, a token budget's cost
+    unshown = [k for k in ("serve", "concurrency", "request_rate", *SERVE, "tokens", "price")
+               if getattr(args, k, None) not in (None, False)]
+    warn_ignored(["--" + ("non-torch-memory" if k == "non_torch" else k.replace("_", "-")) for k in unshown],
+                 "to a comparison", "count of one model, without --format, shows them")
     out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
     if args.json:
         with _any_int_digits():
