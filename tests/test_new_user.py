@@ -58,3 +58,14 @@ def test_a_comparison_warns_for_the_options_it_does_not_show(cli):
     assert "ignored" in r.err
     r = cli(["count", "llama3.2-1b", "llama3.2-3b", "--gpu", "h100-sxm"])
     assert r.code == 0 and r.err == ""
+
+
+@pytest.mark.parametrize("kind", ["context", "flops"])
+def test_a_plot_warns_once_for_its_longest_context(cli, tmp_path, kind):
+    """plot context / flops of qwen3-8b (40,960 positions trained) over 1k, 64k and 128k: one warning, for the
+    longest (131,072), as a sweep warns (tests/test_findings.py); it warned once a context past the window."""
+    pytest.importorskip("matplotlib")
+    r = cli(["plot", kind, "qwen3-8b", "--contexts", "1024,65536,131072", "-o", tmp_path / "p.svg"])
+    assert r.code == 0
+    assert r.err == ("symllm: warning: seq + gen: 131,072 > 40,960 trained positions (counted: RoPE scaling can "
+                     "run it)\n")
