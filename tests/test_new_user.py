@@ -69,3 +69,25 @@ def test_a_plot_warns_once_for_its_longest_context(cli, tmp_path, kind):
     assert r.code == 0
     assert r.err == ("symllm: warning: seq + gen: 131,072 > 40,960 trained positions (counted: RoPE scaling can "
                      "run it)\n")
+
+
+@pytest.mark.parametrize("argv, line", [
+    # a flag of the other command: what this one takes (plan's --serve hint, issue 40's, for the others)
+    (["count", "llama3.1-8b", "--train"],
+     "unrecognized arguments: --train (count times training always; plan takes --train)"),
+    (["count", "llama3.1-8b", "--gpus", "8xh100-sxm"],
+     "unrecognized arguments: --gpus 8xh100-sxm (count takes --gpu; plan takes --gpus)"),
+    (["plan", "llama3.1-8b", "--gpu", "h100-sxm"],
+     "ambiguous option: --gpu (plan takes --gpus NxGPU, e.g. 8xh100-sxm)"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--serve"],
+     "unrecognized arguments: --serve (plan ranks serving layouts unless --train)"),
+    # a typo: the nearest flag of the command
+    (["count", "llama3.1-8b", "--tpp", "8"], "unrecognized arguments: --tpp 8 (did you mean --tp?)"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--trian"],
+     "unrecognized arguments: --trian (did you mean --train?)"),
+    # nothing near enough: argparse's line alone (--serves is not --seq)
+    (["count", "llama3.1-8b", "--zzzz"], "unrecognized arguments: --zzzz"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--serves"], "unrecognized arguments: --serves"),
+])
+def test_a_flag_of_another_command_or_a_typo_says_what_was_meant(cli, argv, line):
+    _refused(cli(argv), line)
