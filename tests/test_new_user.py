@@ -91,3 +91,12 @@ def test_a_plot_warns_once_for_its_longest_context(cli, tmp_path, kind):
 ])
 def test_a_flag_of_another_command_or_a_typo_says_what_was_meant(cli, argv, line):
     _refused(cli(argv), line)
+
+
+@pytest.mark.parametrize("command", ["count", "verify", "report"])
+def test_a_missing_path_is_a_missing_file_not_an_unknown_preset(cli, tmp_path, command):
+    """A path that does not exist (spelt as one: absolute, ./) is the file count cannot read, as a missing
+    x.json is; it was 'unknown preset', pointing at the preset list."""
+    missing = tmp_path / "no-such-folder"
+    _refused(cli([command, str(missing)]), "config: cannot read '.../no-such-folder': No such file or directory")
+    _refused(cli([command, "./no-such-folder"]), "config: cannot read 'no-such-folder': No such file or directory")
