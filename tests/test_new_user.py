@@ -100,3 +100,11 @@ def test_a_missing_path_is_a_missing_file_not_an_unknown_preset(cli, tmp_path, c
     missing = tmp_path / "no-such-folder"
     _refused(cli([command, str(missing)]), "config: cannot read '.../no-such-folder': No such file or directory")
     _refused(cli([command, "./no-such-folder"]), "config: cannot read 'no-such-folder': No such file or directory")
+
+
+def test_a_positional_s_unknown_choice_names_its_field_in_lower_case(cli, tmp_path):
+    """plot's KIND and the COMMAND, misspelt: the field in the lower case every other field's name has
+    (``model:``, ``gpu:``); they read ``KIND:`` and ``COMMAND:``."""
+    _refused(cli(["plot", "contxt", "llama3.2-1b", "-o", tmp_path / "p.png"]),
+             "kind: unknown 'contxt' (known: memory, context, flops, roofline, sweep)")
+    assert cli(["cout", "llama3.2-1b"]).err.startswith("symllm: error: command: unknown 'cout' (known: count")

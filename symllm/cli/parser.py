@@ -144,7 +144,8 @@ class _Parser(argparse.ArgumentParser):
         message = _hint(self, command, message)
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
-            field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22
+            # a positional's metavar (COMMAND, KIND) in the lower case of every other field's name
+            field, value = choices[1].replace("-", "_").lower(), (choices[2] if len(choices[2]) <= 22
                                                           else choices[2][:19] + "...")
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
