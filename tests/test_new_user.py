@@ -108,3 +108,19 @@ def test_a_positional_s_unknown_choice_names_its_field_in_lower_case(cli, tmp_pa
     _refused(cli(["plot", "contxt", "llama3.2-1b", "-o", tmp_path / "p.png"]),
              "kind: unknown 'contxt' (known: memory, context, flops, roofline, sweep)")
     assert cli(["cout", "llama3.2-1b"]).err.startswith("symllm: error: command: unknown 'cout' (known: count")
+
+
+def test_a_training_plan_none_fits_says_how_many_would(cli):
+    """plan llama3.1-8b --gpus 1xh100-sxm --train: no layout fits (AdamW's 16 bytes a parameter: 16 x
+    8,030,261,248 = 119.66 GiB of training states on one 80 GiB card), and the plan said only that. It now names
+    the fewest: ZeRO 3 over dp 2 leaves 59.83 GiB of states a GPU, room for one recomputed micro-batch. plan on 2
+    finds that layout (tp 1, pp 1, dp 2 under ZeRO 3), one answer."""
+    r = cli(["plan", "llama3.1-8b", "--gpus", "1xh100-sxm", "--train"])
+    assert r.code == 0
+    assert " ".join(r.out.split()).endswith(
+        "No layout of 1 fits; the fewest h100-sxm whose training peak fits: 2 (tp 1, pp 1, dp 2, ZeRO 3, full "
+        "recomputation; symllm.studies.plans.fewest_gpus).")
+    assert 16 * 8_030_261_248 > 80 * 2**30 > 16 * 8_030_261_248 / 2
+    rows = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]).out.splitlines()
+    assert any(line.split()[1:6] == ["1", "1", "2", "no", "3"] for line in rows), rows
+    assert "No layout" not in " ".join(rows)

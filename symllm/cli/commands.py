@@ -351,11 +351,25 @@ def cmd_plan(args) -> int:
         overlap = overlap_words(quick.workload(config, {**base, **layout})[0]["time"].get("expected"))
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
+    if result.training and not result.rows:  # nothing fits: how many of the card would
+        print(wrap_text(_fewest_words(config, count, gpu, given)))
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(wrap_text(f"({_stated_format(config, given)})"))
     if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)
         print(wrap_text(f"({_stated_kv(config, given)})"))
     return 0
+
+
+def _fewest_words(config, count: int, gpu: str, given: dict) -> str:
+    """The line under a training plan none of whose layouts fits: the fewest of the card whose training peak fits
+    under ZeRO 3 and full recomputation (symllm.studies.plans.fewest_gpus over tp, pp and dp), or that none does."""
+    from symllm.studies import plans
+    least = plans.fewest_gpus(config, gpu=gpu, ranks=("tp", "pp", "dp"), zero_stage=3, recompute=True, **given)
+    if least is None:
+        return f"No layout of up to 65,536 x {gpu} fits either (ZeRO 3, full recomputation)."
+    return (f"No layout of {count:,} fits; the fewest {gpu} whose training peak fits: {least['gpus']:,} (tp "
+            f"{least['tp']}, pp {least['pp']}, dp {least['dp']}, ZeRO 3, full recomputation; "
+            "symllm.studies.plans.fewest_gpus).")
 
 
 def _render_opts(args) -> dict:
