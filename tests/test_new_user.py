@@ -124,3 +124,15 @@ def test_a_training_plan_none_fits_says_how_many_would(cli):
     rows = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]).out.splitlines()
     assert any(line.split()[1:6] == ["1", "1", "2", "no", "3"] for line in rows), rows
     assert "No layout" not in " ".join(rows)
+
+
+def test_serving_sees_the_gpu_memory_given(cli):
+    """count --gpu h100-sxm --gpu-memory 96 --serve: the fit line said 96.00 GiB while the serving table started
+    from the 79.18 GiB an 80 GB H100 reports to torch (docs/serving.md), the --gpu-memory given dropped. The
+    pool is now 0.9 x 96 GiB = 86.40 GiB; without --gpu-memory it stays 0.9 x 79.18 = 71.26 GiB."""
+    import json
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json"]
+    given = json.loads(cli(base + ["--gpu-memory", "96"]).out)["serving"]
+    assert given["memory"] == 96 * 2**30 and given["usable"] == pytest.approx(96 * 2**30 * 0.9)
+    card = json.loads(cli(base).out)["serving"]
+    assert round(card["memory"] / 2**30, 2) == 79.18

@@ -295,6 +295,8 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
     ('custom', 165200000000000, True, None)
     >>> custom("rtx4090", memory=48).memory // GiB, custom("rtx4090", memory=48).bandwidth
     (48, 1008000000000)
+    >>> custom("h100-sxm", memory=96).usable == 96 * GiB  # not the 79.18 GiB an 80 GB card reports
+    True
     >>> custom(memory=24)
     Traceback (most recent call last):
     ...
@@ -315,7 +317,8 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
         g = gpu(base)
     changes = {}
     if memory is not None:
-        changes["memory"] = _given("gpu_memory", memory, GiB)
+        # the capacity given is what the engine sees: the driver's report was of the catalogue's capacity
+        changes.update(memory=_given("gpu_memory", memory, GiB), reported=None)
     if bandwidth is not None:
         changes["bandwidth"] = _given("gpu_bandwidth", bandwidth, _G)
     if flops is not None:
@@ -324,7 +327,7 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
         if base is not None and g.fp8 is not None:
             changes["fp8"] = peak
     if base is not None and changes:
-        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(changes))}"
+        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(set(changes) - {'reported'}))}"
     return dataclasses.replace(g, **changes)
 
 
