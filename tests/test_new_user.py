@@ -136,3 +136,15 @@ def test_serving_sees_the_gpu_memory_given(cli):
     assert given["memory"] == 96 * 2**30 and given["usable"] == pytest.approx(96 * 2**30 * 0.9)
     card = json.loads(cli(base).out)["serving"]
     assert round(card["memory"] / 2**30, 2) == 79.18
+
+
+def test_a_token_budget_of_any_size_stays_in_the_table(cli):
+    """count --tokens 1e300: the row printed every digit of 10**300 (and of its days, GPU-hours and cost), 41 lines
+    past 100 columns; a number of 10**15 or more is now written 1.000e+300, below it in full with commas."""
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1e300", "--price", "1"]).out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert any(line.startswith("1.000e+300 tokens ") for line in out.splitlines()), out
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "15T"]).out
+    assert any(line.startswith("15,000,000,000,000 tokens ") for line in out.splitlines()), out
+    report = cli(["report", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1e300", "--format", "markdown"]).out
+    assert "| 1.000e+300 training tokens |" in report and "0,000,000" not in report
