@@ -119,7 +119,8 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
             folder / "params.json") else "params.json"
         return from_dict(read_json(hub.member(folder, config, "config"), "config"), vocab_size=vocab_size,
                          name=name)
-    if path.suffix == ".json" or path.exists():
+    spelt = str(model)  # a path by its spelling (/models/x, ./x, ~/x), which no preset or Hub id has: its error
+    if path.suffix == ".json" or path.exists() or os.path.isabs(spelt) or spelt.startswith(("./", "../", "~")):
         return from_dict(read_json(path, "config"), vocab_size=vocab_size, name=path.stem)
     info = preset_info(str(model))
     config = from_dict(info["config"], vocab_size=vocab_size, name=info["name"])

@@ -74,6 +74,11 @@ def cmd_compare(args) -> int:
     from symllm.costs import comparison
     from symllm.present.format import side_by_side
     given = _given(args)
+    # what its rows (comparison.ROWS) do not show: the serving capacity and load of --serve, a token budget's cost
+    unshown = [k for k in ("serve", "concurrency", "request_rate", *SERVE, "tokens", "price")
+               if getattr(args, k, None) not in (None, False)]
+    warn_ignored(["--" + ("non-torch-memory" if k == "non_torch" else k.replace("_", "-")) for k in unshown],
+                 "to a comparison", "count of one model, without --format, shows them")
     out = comparison.compare(args.model, vocab_size=args.vocab_size, **given)
     if args.json:
         with _any_int_digits():
@@ -324,8 +329,11 @@ def cmd_plan(args) -> int:
     if args.top is not None and args.top < 1:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")
     warn_untimed(given, args.train, "--train")  # serving plans time no token budget
+    if args.train and args.concurrency is not None:  # --global-batch's twin: it was silently ignored
+        raise SymllmError("concurrency: applies to serving, not --train (training takes --global-batch)")
+    tried = {} if args.concurrency is None else {"concurrency": args.concurrency}  # else plans.plan's default
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
-                        concurrency=args.concurrency, serve=_serve_options(args), **given)
+                        serve=_serve_options(args), **tried, **given)
     if args.json:
         with _any_int_digits():  # exact numbers of any length
             print(json_text(result.to_dict(args.top)))
@@ -343,11 +351,25 @@ def cmd_plan(args) -> int:
         overlap = overlap_words(quick.workload(config, {**base, **layout})[0]["time"].get("expected"))
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
+    if result.training and not result.rows:  # nothing fits: how many of the card would
+        print(wrap_text(_fewest_words(config, count, gpu, given)))
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(wrap_text(f"({_stated_format(config, given)})"))
     if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)
         print(wrap_text(f"({_stated_kv(config, given)})"))
     return 0
+
+
+def _fewest_words(config, count: int, gpu: str, given: dict) -> str:
+    """The line under a training plan none of whose layouts fits: the fewest of the card whose training peak fits
+    under ZeRO 3 and full recomputation (symllm.studies.plans.fewest_gpus over tp, pp and dp), or that none does."""
+    from symllm.studies import plans
+    least = plans.fewest_gpus(config, gpu=gpu, ranks=("tp", "pp", "dp"), zero_stage=3, recompute=True, **given)
+    if least is None:
+        return f"No layout of up to 65,536 x {gpu} fits either (ZeRO 3, full recomputation)."
+    return (f"No layout of {count:,} fits; the fewest {gpu} whose training peak fits: {least['gpus']:,} (tp "
+            f"{least['tp']}, pp {least['pp']}, dp {least['dp']}, ZeRO 3, full recomputation; "
+            "symllm.studies.plans.fewest_gpus).")
 
 
 def _render_opts(args) -> dict:

@@ -8,7 +8,7 @@ import re
 from fractions import Fraction
 
 from symllm import validate
-from symllm.present.format import grouped, human_bytes, layout_words
+from symllm.present.format import figure, grouped, human_bytes, layout_words, sig4
 
 
 def checkpoint_lines(c: dict) -> str:
@@ -131,17 +131,18 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
             if p.training:
                 rows.append(lay + ["yes" if r["sp"] else "no", r["zero"], "full" if r["recompute"] else "none",
                                    f"{r['batch']} x {r['accum']}", human_bytes(r["peak"]),
-                                   _g(r["step_s"]), _g(e["training_step_s"]) if e else "-",
-                                   _f(r["mfu"], ".1%"), _f(e["mfu"], ".1%") if e else "-"]
-                            + ([f"{_f(r['training_s'] / 86400, ',.1f')}",
-                                 _f(e["training_s"] / 86400, ",.1f") if e else "-"] if "training_s" in r else []))
+                                   sig4(r["step_s"]), sig4(e["training_step_s"]) if e else "-",
+                                   figure(r["mfu"], ".1%"), figure(e["mfu"], ".1%") if e else "-"]
+                            + ([f"{figure(r['training_s'] / 86400, ',.1f')}",
+                                 figure(e["training_s"] / 86400, ",.1f") if e else "-"] if "training_s" in r else []))
             else:
                 x = r.get("load")  # under load at the batch (traffic.under_load: count --serve --concurrency's)
-                rows.append(lay + [r["batch"], human_bytes(r["peak"]), _g(r["decode_token_s"] * 1000),
-                                   _g(e["decode_token_s"] * 1000) if e else "-", _f(r["tokens_per_s"], ",.0f"),
-                                   _f(e["tokens_per_s"], ",.0f") if e else "-"]
-                            + ([_g(x["ttft_s"] * 1000), _g(x["itl_s"] * 1000),
-                                _f(r["dp"] * x["output_tokens_per_s"], ",.0f")] if x else ["-"] * 3 if load else []))
+                rows.append(lay + [r["batch"], human_bytes(r["peak"]), sig4(r["decode_token_s"] * 1000),
+                                   sig4(e["decode_token_s"] * 1000) if e else "-", figure(r["tokens_per_s"], ",.0f"),
+                                   figure(e["tokens_per_s"], ",.0f") if e else "-"]
+                            + ([sig4(x["ttft_s"] * 1000), sig4(x["itl_s"] * 1000),
+                                figure(r["dp"] * x["output_tokens_per_s"], ",.0f")]
+                               if x else ["-"] * 3 if load else []))
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
                  + (["days", "exp."] if "training_s" in p.rows[0] else []) if p.training
@@ -257,20 +258,20 @@ def serve_lines(r: dict) -> str:
         x, b = r["load"], r["load"]["bound"]
 
         def ttft(y: dict) -> str:
-            return "unbounded" if y["ttft_s"] is None else f"{_g(y['ttft_s'])} s"
+            return "unbounded" if y["ttft_s"] is None else f"{sig4(y['ttft_s'])} s"
 
         def running(y: dict) -> str:
             return f"{y['running']:,}" + (" saturated" if y["saturated"] else "")
 
-        at = (f"at {_f(x['request_rate'], ',.3g')} requests/s" if "request_rate" in x
+        at = (f"at {figure(x['request_rate'], ',.3g')} requests/s" if "request_rate" in x
               else f"concurrency {x['concurrency']:,}" + (f", {x['queued']:,} queued" if x["queued"] else ""))
         rows = [("running", running(b), running(x), at),
                 ("time to first token", ttft(b), ttft(x),
                  f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
-                ("inter-token latency", f"{_g(b['itl_s'] * 1000)} ms", f"{_g(x['itl_s'] * 1000)} ms",
+                ("inter-token latency", f"{sig4(b['itl_s'] * 1000)} ms", f"{sig4(x['itl_s'] * 1000)} ms",
                  f"{x['gen']:,} tokens generated"),
-                ("output tokens/s", _f(b["output_tokens_per_s"], ",.0f"), _f(x["output_tokens_per_s"], ",.0f"),
-                 f"{_f(x['requests_per_s'], ',.3g')} requests/s expected"),
+                ("output tokens/s", figure(b["output_tokens_per_s"], ",.0f"), figure(x["output_tokens_per_s"], ",.0f"),
+                 f"{figure(x['requests_per_s'], ',.3g')} requests/s expected"),
                 ("saturates at", f"{b['saturation_concurrency']:,}", f"{x['saturation_concurrency']:,}",
                  _running_limit(x))]
         out += "\n\n" + aligned_table(rows, ("under load", "bound", f"expected, {x['engine']}", ""), text_columns=(3,))
@@ -307,27 +308,28 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
             ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
              f"{'fits' if t['training_fits'] else 'does not fit'} ({training})")]
     if t["fits"]:
-        rows += [("prefill", f"{_g(t['prefill_s'])} s", f"{_g(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
-                 ("decode step", f"{_g(t['decode_token_s'])} s", f"{_g(e['decode_token_s'])} s",
+        rows += [("prefill", f"{sig4(t['prefill_s'])} s", f"{sig4(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
+                 ("decode step", f"{sig4(t['decode_token_s'])} s", f"{sig4(e['decode_token_s'])} s",
                   f"{t['decode_token_bound']}-bound"),
-                 ("decode tokens/s", _f(t['tokens_per_s'], ",.1f"), _f(e['tokens_per_s'], ",.1f"),
+                 ("decode tokens/s", figure(t['tokens_per_s'], ",.1f"), figure(e['tokens_per_s'], ",.1f"),
                   f"batch {w['batch']} x {w['dp']} replica(s)")]
     else:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
     if t["training_fits"]:
-        rows += [("training step", f"{_g(t['training_step_s'])} s", f"{_g(e['training_step_s'])} s",
-                  f"MFU {_f(t['mfu'], '.1%')} bound, {_f(e['mfu'], '.1%')} expected"
-                  + (f", HFU {_f(e['hfu'], '.1%')} expected," if e["hfu"] != e["mfu"] else "")
+        rows += [("training step", f"{sig4(t['training_step_s'])} s", f"{sig4(e['training_step_s'])} s",
+                  f"MFU {figure(t['mfu'], '.1%')} bound, {figure(e['mfu'], '.1%')} expected"
+                  + (f", HFU {figure(e['hfu'], '.1%')} expected," if e["hfu"] != e["mfu"] else "")
                   + f" of {t['gpus']} x {t['peak_flops'] / 10 ** 12:,g} TFLOP/s dense {t['peak_dtype']}"),
-                 ("training tokens/s", _f(t['training_tokens_per_s'], ",.0f"),
-                  _f(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
-                  f"{_f(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
+                 ("training tokens/s", figure(t['training_tokens_per_s'], ",.0f"),
+                  figure(e['training_tokens_per_s_per_gpu'] * t['gpus'], ",.0f"),
+                  f"{figure(e['training_tokens_per_s_per_gpu'], ',.0f')} expected per GPU")]
         if "training_s" in t:
-            rows.append((f"{w['tokens']:,} tokens", f"{_f(t['training_s'] / 86400, ',.2f')} days",
-                         f"{_f(e['training_s'] / 86400, ',.2f')} days",
-                         f"{_f(e['gpu_hours'], ',.0f')} GPU-hours expected"))
+            rows.append((f"{figure(w['tokens'], ',')} tokens", f"{figure(t['training_s'] / 86400, ',.2f')} days",
+                         f"{figure(e['training_s'] / 86400, ',.2f')} days",
+                         f"{figure(e['gpu_hours'], ',.0f')} GPU-hours expected"))
             if "cost" in t:
-                rows.append(("cost", _f(t["cost"], ",.2f"), _f(e["cost"], ",.2f"), f"at {w['price']:g} a GPU-hour"))
+                rows.append(("cost", figure(t["cost"], ",.2f"), figure(e["cost"], ",.2f"),
+                             f"at {w['price']:g} a GPU-hour"))
     else:
         rows += [("training step", *unfit), ("training tokens/s", *unfit)]
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap: the expected times' limit
@@ -348,26 +350,6 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                      + f". bound: roofline plus communication; expected: measured efficiencies, {e['engine']} "
                      f"(training {e['training_engine']}) conventions{laid} (docs/efficiency.md)."))
     return out
-
-
-def _g(value) -> str:
-    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
-    any size).
-
-    >>> _g(0.000123456), _g(Fraction(10 ** 400, 3))
-    ('0.0001235', '3.333e+399')
-    """
-    if isinstance(value, Fraction):
-        import decimal
-        with decimal.localcontext() as ctx:
-            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
-            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
-    return format(value, ".4g")
-
-
-def _f(value, spec: str) -> str:
-    """``value`` formatted by ``spec``; an exact Fraction past a float's range in :func:`_g`'s notation."""
-    return _g(value) if isinstance(value, Fraction) else format(value, spec)
 
 
 def fit_line(message: str, room: int) -> str:

@@ -97,6 +97,38 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
+#: a flag of one command typed to another (command, flag): what this command takes instead
+_OTHER_COMMANDS_FLAG = {
+    ("plan", "--serve"): "plan ranks serving layouts unless --train",  # count's flag, read as plan's default
+    ("plan", "--gpu"): "plan takes --gpus NxGPU, e.g. 8xh100-sxm",  # count's flag, a prefix of plan's
+    ("count", "--gpus"): "count takes --gpu; plan takes --gpus",
+    ("count", "--train"): "count times training always; plan takes --train"}
+
+
+def _hint(parser: argparse.ArgumentParser, command: str | None, message: str) -> str:
+    """``message`` (argparse's unrecognized or ambiguous option) with what the user may have meant: the flag
+    of another command (:data:`_OTHER_COMMANDS_FLAG`), else the nearest of ``command``'s flags.
+
+    >>> _hint(build_parser("count"), "count", "unrecognized arguments: --tpp 8")
+    'unrecognized arguments: --tpp 8 (did you mean --tp?)'
+    """
+    import difflib
+    unknown = re.fullmatch(r"unrecognized arguments: (.*)", message)
+    ambiguous = re.fullmatch(r"ambiguous option: (--[^\s=]+)\S* could match .*", message)
+    typed = ([a.split("=")[0] for a in unknown[1].split() if a.startswith("--")] if unknown
+             else [ambiguous[1]] if ambiguous else [])
+    hint = next((_OTHER_COMMANDS_FLAG[command, f] for f in typed if (command, f) in _OTHER_COMMANDS_FLAG), None)
+    if hint is None and unknown and typed:
+        sub = next((a.choices.get(command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                   None)
+        near = difflib.get_close_matches(typed[0], [f for f in (sub or parser)._option_string_actions
+                                                    if f.startswith("--")], n=1, cutoff=0.75)  # not --serves: --seq
+        hint = f"did you mean {near[0]}?" if near else None
+    if hint and ambiguous:
+        return f"ambiguous option: {ambiguous[1]} ({hint})"
+    return f"{message} ({hint})" if hint else message
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit status 2."""
 
@@ -108,12 +140,12 @@ class _Parser(argparse.ArgumentParser):
         own = re.fullmatch(r"argument \S+: ([a-z_]+: .*)", message)  # a SymllmError of an option's reader
         if own:
             message = own[1]
-        if getattr(self, "command", None) == "plan" and re.fullmatch(r"unrecognized arguments: (.* )?--serve( .*)?",
-                                                                   message):
-            message += " (plan ranks serving layouts unless --train)"  # count's flag, read as plan's default
+        command = getattr(self, "command", None) or self.prog.split()[-1]  # the main parser's, or a subcommand's
+        message = _hint(self, command, message)
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
-            field, value = choices[1].replace("-", "_"), (choices[2] if len(choices[2]) <= 22
+            # a positional's metavar (COMMAND, KIND) in the lower case of every other field's name
+            field, value = choices[1].replace("-", "_").lower(), (choices[2] if len(choices[2]) <= 22
                                                           else choices[2][:19] + "...")
             start = f"{field}: unknown {value} (known: "
             names = [n.strip("'") for n in choices[3].split(", ")]
@@ -437,7 +469,7 @@ def _plan_args(p) -> None:
     p.add_argument("--train", action="store_true", help="training layouts (ZeRO, recomputation); default: serving")
     p.add_argument("--global-batch", type=int, default=None,
                    help="training: sequences per optimizer step (default: one per GPU)")
-    p.add_argument("--concurrency", type=int, default=256,
+    p.add_argument("--concurrency", type=int, default=None,
                    help="serving: the most sequences per replica tried (every batch 1, 2, 3, ... up to it; "
                         "default 256)")
     _serving_options(p.add_argument_group("serving: the --engine's KV cache, as count --serve's (not with --train)"))

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from symllm._lazy import module
 from symllm.errors import SymllmError
-from symllm.validate import choice, short, with_list
+from symllm.validate import choice, positive_number, short, with_list
 
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload reads the table without them
 
@@ -304,13 +304,19 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
     ('custom', 165200000000000, True, None)
     >>> custom("rtx4090", memory=48).memory // GiB, custom("rtx4090", memory=48).bandwidth
     (48, 1008000000000)
+    >>> custom("h100-sxm", memory=96).usable == 96 * GiB  # not the 79.18 GiB an 80 GB card reports
+    True
     >>> custom(memory=24)
     Traceback (most recent call last):
     ...
     symllm.errors.SymllmError: gpu_bandwidth: a GPU outside the catalogue needs --gpu-memory, -bandwidth and -flops
     """
+    given = (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops))
+    for field_, value in given:  # a value given is judged before one missing is asked for (--gpu-memory -80)
+        if value is not None:
+            _given(field_, value, 1)
     if base is None:
-        for field_, value in (("gpu_memory", memory), ("gpu_bandwidth", bandwidth), ("gpu_flops", flops)):
+        for field_, value in given:
             if value is None:
                 raise SymllmError(f"{field_}: a GPU outside the catalogue needs --gpu-memory, -bandwidth and "
                                   "-flops")
@@ -320,7 +326,8 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
         g = gpu(base)
     changes = {}
     if memory is not None:
-        changes["memory"] = _given("gpu_memory", memory, GiB)
+        # the capacity given is what the engine sees: the driver's report was of the catalogue's capacity
+        changes.update(memory=_given("gpu_memory", memory, GiB), reported=None)
     if bandwidth is not None:
         changes["bandwidth"] = _given("gpu_bandwidth", bandwidth, _G)
     if flops is not None:
@@ -329,13 +336,24 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
         if base is not None and g.fp8 is not None:
             changes["fp8"] = peak
     if base is not None and changes:
-        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(changes))}"
+        changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(set(changes) - {'reported'}))}"
     return dataclasses.replace(g, **changes)
 
 
 def _given(field_: str, value, unit: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction)) or not value > 0:
-        raise SymllmError(f"{field_}: expected a positive number, got {value!r}")
+    """``value`` (a positive, finite number) times ``unit``, as an int; else one line naming ``field_``.
+
+    >>> _given("gpu_memory", 80, 2**30) == 80 * 2**30
+    True
+    >>> _given("gpu_memory", float("inf"), 2**30)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpu_memory: expected a positive number, got inf
+    """
+    if not isinstance(value, Fraction):
+        positive_number(field_, value)  # finite and above 0: inf and nan have no Fraction
+    elif not value > 0:
+        raise SymllmError(f"{field_}: expected a positive number, got {value}")
     return int(Fraction(str(value)) * unit)  # str: 165.2 is the decimal the user typed, not its binary double
 
 

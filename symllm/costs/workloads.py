@@ -17,6 +17,7 @@ symllm.errors.SymllmError: seq: expected a positive integer, got -5
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -354,7 +355,7 @@ class Workload:
         if self.tokens is not None:
             integer("tokens", self.tokens)
         if self.price is not None and (isinstance(self.price, bool) or not isinstance(self.price, (int, float))
-                                       or not self.price >= 0):
+                                       or not 0 <= self.price < math.inf):  # inf: a cost of no number
             raise SymllmError(f"price: expected a non-negative number, got {self.price!r}")
         check_stack(self.stack)
         if self.weight_format is not None:

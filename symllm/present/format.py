@@ -18,7 +18,7 @@ from symllm.validate import choice
 
 __all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "human",
            "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words",
-           "overlap_words"]
+           "overlap_words", "sig4", "figure"]
 
 #: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
 #: :mod:`symllm.present.render` (here, without SymPy or jinja2: the command line checks them)
@@ -362,3 +362,30 @@ def overlap_words(expected: dict | None) -> str:
     said = (expected or {}).get("tp_overlap", "all")
     return {"attention": "TP overlap: attention only", "none": "TP overlap: none modelled for this model"}.get(
         said, "TP overlap")
+
+
+def sig4(value) -> str:
+    """``value`` with 4 significant digits; an exact Fraction past a float's range too (roofline times of
+    any size).
+
+    >>> sig4(0.000123456), sig4(Fraction(10 ** 400, 3))
+    ('0.0001235', '3.333e+399')
+    """
+    if isinstance(value, Fraction):
+        import decimal
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.Emax, ctx.Emin = 28, decimal.MAX_EMAX, decimal.MIN_EMIN
+            return format(decimal.Decimal(value.numerator) / decimal.Decimal(value.denominator), ".4g")
+    return format(value, ".4g")
+
+
+def figure(value, spec: str) -> str:
+    """``value`` formatted by ``spec``; an exact Fraction past a float's range, and a number of 10**15 or more
+    (``--tokens 1e300``: its digits in full ran off the table), in :func:`sig4`'s notation.
+
+    >>> figure(15 * 10 ** 12, ","), figure(10 ** 300, ","), figure(1.5e300, ",.0f")
+    ('15,000,000,000,000', '1.000e+300', '1.500e+300')
+    """
+    if isinstance(value, Fraction) or isinstance(value, (int, float)) and abs(value) >= 10 ** 15:
+        return sig4(Fraction(value))
+    return format(value, spec)

@@ -195,6 +195,19 @@ def _name(config) -> str:
     return resolve(config).name
 
 
+def _at_contexts(config, contexts, options: dict) -> list[dict]:
+    """:func:`symllm.workload` of ``config`` at each of ``contexts`` (its ``seq``); a context past the positions
+    the model was trained for warned once, for the longest (as a sweep warns), not once a context."""
+    import warnings
+    from symllm.costs import checks, phases
+    from symllm.errors import ContextWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContextWarning)
+        runs = [phases.workload(config, seq=c, **options) for c in contexts]
+    checks.warn_past_window(config, max(contexts) + runs[0]["workload"]["gen"])
+    return runs
+
+
 def context(models, *, contexts=CONTEXTS, gpu=None, **workload):
     """KV cache (dashed) and inference peak (solid) against the context length ``s`` (the prompt's
     tokens, ``gen`` 0 unless given: the cache holds ``s + n``) for each of ``models``, from
@@ -204,13 +217,12 @@ def context(models, *, contexts=CONTEXTS, gpu=None, **workload):
     >>> len(fig.axes[0].lines), fig.axes[0].get_ylabel()
     (5, 'GiB')
     """
-    from symllm.costs import phases
     options = _workload_options(workload, ("seq", "context"))
     cap = _capacity(gpu, options)
     contexts = [int(c) for c in contexts]
     fig, (ax,) = _figure()
     for i, config in enumerate(_models(models)):
-        runs = [phases.workload(config, seq=c, **options)["memory"] for c in contexts]
+        runs = [r["memory"] for r in _at_contexts(config, contexts, options)]
         colour = COLOURS[i % len(COLOURS)]
         ax.plot(contexts, [_gib(r["inference_peak"]) for r in runs], color=colour, marker="o", markersize=3,
                 label=f"{_name(config)} inference peak")
@@ -238,13 +250,12 @@ def flops(models, *, contexts=CONTEXTS, **workload):
     >>> fig.axes[0].get_ylabel()
     'GFLOP per token'
     """
-    from symllm.costs import phases
     options = _workload_options(workload, ("seq", "context"))
     options.pop("gpu", None)
     contexts = [int(c) for c in contexts]
     fig, (ax,) = _figure()
     for i, config in enumerate(_models(models)):
-        runs = [phases.workload(config, seq=c, **options) for c in contexts]
+        runs = _at_contexts(config, contexts, options)
         b = runs[0]["workload"]["batch"]
         colour = COLOURS[i % len(COLOURS)]
         ax.plot(contexts, [_float(Fraction(r["flops"]["prefill"], b * c)) / 1e9 for r, c in zip(runs, contexts)],

@@ -23,7 +23,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import choice
 from symllm.numbers.kernels import evaluate
-from symllm.present.format import REPORT_FORMATS, grouped, layout_words, overlap_words
+from symllm.present.format import REPORT_FORMATS, figure, grouped, layout_words, overlap_words
 from symllm.present.notations import notation as notation_of
 from symllm.present.printers import Formula, Safe
 from symllm.present.render import EXTENSIONS, label, math_delimiters
@@ -233,10 +233,13 @@ class Report:
                   f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
         if t["training_fits"] and "training_s" in t:
-            rows.append((f"{work.tokens:,} training tokens", f"{t['training_s'] / 86400:,.2f} days",
-                         f"{t['gpu_hours']:,.0f} GPU-hours" + (f", cost {t['cost']:,.2f}" if "cost" in t else "")
-                         + f"; expected {e['training_s'] / 86400:,.2f} days, {e['gpu_hours']:,.0f} GPU-hours"
-                         + (f", cost {e['cost']:,.2f}" if "cost" in e else "")))
+            rows.append((f"{figure(work.tokens, ',')} training tokens",
+                         f"{figure(t['training_s'] / 86400, ',.2f')} days",
+                         f"{figure(t['gpu_hours'], ',.0f')} GPU-hours"
+                         + (f", cost {figure(t['cost'], ',.2f')}" if "cost" in t else "")
+                         + f"; expected {figure(e['training_s'] / 86400, ',.2f')} days, "
+                         f"{figure(e['gpu_hours'], ',.0f')} GPU-hours"
+                         + (f", cost {figure(e['cost'], ',.2f')}" if "cost" in e else "")))
         if t["gpus"] == 1:
             rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
                          f"at context {work.context:,}"))

@@ -1,0 +1,150 @@
+"""A new user's pass over the command line (issue 40's session 14): what a user typed that crashed, named the
+wrong field or was silently ignored. Each case is the command that found it; the expected line names the
+field and the value as typed (hand-written here), with exit status 2 and no traceback.
+"""
+from __future__ import annotations
+
+import pytest
+
+
+def _refused(r, line: str) -> None:
+    assert "Traceback" not in r.err, r.err
+    assert r.code == 2, (r.code, r.err)
+    assert r.err == f"symllm: error: {line}\n", r.err
+
+
+@pytest.mark.parametrize("argv, line", [
+    # float("inf") has no Fraction: these were tracebacks (accelerators._given)
+    (["--gpu", "h100-sxm", "--gpu-memory", "inf"], "gpu_memory: expected a positive number, got inf"),
+    (["--gpu", "h100-sxm", "--gpu-flops", "1e400"], "gpu_flops: expected a positive number, got inf"),
+    (["--gpu", "h100-sxm", "--gpu-bandwidth", "nan"], "gpu_bandwidth: expected a positive number, got nan"),
+    # the value given is judged before the missing ones are asked for: this named gpu_bandwidth
+    (["--gpu-memory", "-80"], "gpu_memory: expected a positive number, got -80.0"),
+    # a price of inf passed the check (inf >= 0) and crashed the cost's Fraction
+    (["--gpu", "h100-sxm", "--tokens", "1T", "--price", "inf"], "price: expected a non-negative number, got inf"),
+])
+def test_count_refuses_numbers_with_one_line(cli, argv, line):
+    _refused(cli(["count", "llama3.1-8b", *argv]), line)
+
+
+def test_plan_refuses_an_infinite_price(cli):
+    _refused(cli(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--tokens", "1T", "--price", "inf"]),
+             "price: expected a non-negative number, got inf")
+
+
+def test_plan_refuses_concurrency_under_train(cli):
+    """--concurrency is serving's (every batch per replica up to it): under --train it was ignored without a
+    word, as --global-batch without --train is refused (symllm.studies.plans)."""
+    _refused(cli(["plan", "llama3.1-70b", "--gpus", "8xh200", "--train", "--concurrency", "5"]),
+             "concurrency: applies to serving, not --train (training takes --global-batch)")
+
+
+def test_plan_serving_tries_the_concurrency_given(cli):
+    """Without --concurrency serving tries batches up to 256 a replica (docs/plan.md); with 5, up to 5."""
+    import json
+    rows = json.loads(cli(["plan", "llama3.2-1b", "--gpus", "1xh100-sxm", "--concurrency", "5", "--json"]).out)["rows"]
+    assert max(r["batch"] for r in rows) == 5
+    rows = json.loads(cli(["plan", "llama3.2-1b", "--gpus", "1xh100-sxm", "--json"]).out)["rows"]
+    assert max(r["batch"] for r in rows) == 256
+
+
+def test_a_comparison_warns_for_the_options_it_does_not_show(cli):
+    """count of several models (a column each: symllm.costs.comparison.ROWS) has no serving or cost rows: --serve,
+    its load and --tokens were dropped without a word."""
+    r = cli(["count", "llama3.2-1b", "llama3.2-3b", "--gpu", "h100-sxm", "--serve", "--concurrency", "4",
+             "--tokens", "1T"])
+    assert r.code == 0
+    assert r.err.startswith("symllm: warning: --serve, --concurrency, --tokens do not apply to a comparison "), r.err
+    assert "ignored" in r.err
+    r = cli(["count", "llama3.2-1b", "llama3.2-3b", "--gpu", "h100-sxm"])
+    assert r.code == 0 and r.err == ""
+
+
+@pytest.mark.parametrize("kind", ["context", "flops"])
+def test_a_plot_warns_once_for_its_longest_context(cli, tmp_path, kind):
+    """plot context / flops of qwen3-8b (40,960 positions trained) over 1k, 64k and 128k: one warning, for the
+    longest (131,072), as a sweep warns (tests/test_findings.py); it warned once a context past the window."""
+    pytest.importorskip("matplotlib")
+    r = cli(["plot", kind, "qwen3-8b", "--contexts", "1024,65536,131072", "-o", tmp_path / "p.svg"])
+    assert r.code == 0
+    assert r.err == ("symllm: warning: seq + gen: 131,072 > 40,960 trained positions (counted: RoPE scaling can "
+                     "run it)\n")
+
+
+@pytest.mark.parametrize("argv, line", [
+    # a flag of the other command: what this one takes (plan's --serve hint, issue 40's, for the others)
+    (["count", "llama3.1-8b", "--train"],
+     "unrecognized arguments: --train (count times training always; plan takes --train)"),
+    (["count", "llama3.1-8b", "--gpus", "8xh100-sxm"],
+     "unrecognized arguments: --gpus 8xh100-sxm (count takes --gpu; plan takes --gpus)"),
+    (["plan", "llama3.1-8b", "--gpu", "h100-sxm"],
+     "ambiguous option: --gpu (plan takes --gpus NxGPU, e.g. 8xh100-sxm)"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--serve"],
+     "unrecognized arguments: --serve (plan ranks serving layouts unless --train)"),
+    # a typo: the nearest flag of the command
+    (["count", "llama3.1-8b", "--tpp", "8"], "unrecognized arguments: --tpp 8 (did you mean --tp?)"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--trian"],
+     "unrecognized arguments: --trian (did you mean --train?)"),
+    # nothing near enough: argparse's line alone (--serves is not --seq)
+    (["count", "llama3.1-8b", "--zzzz"], "unrecognized arguments: --zzzz"),
+    (["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--serves"], "unrecognized arguments: --serves"),
+])
+def test_a_flag_of_another_command_or_a_typo_says_what_was_meant(cli, argv, line):
+    _refused(cli(argv), line)
+
+
+@pytest.mark.parametrize("command", ["count", "verify", "report"])
+def test_a_missing_path_is_a_missing_file_not_an_unknown_preset(cli, tmp_path, command):
+    """A path that does not exist (spelt as one: absolute, ./) is the file count cannot read, as a missing
+    x.json is; it was 'unknown preset', pointing at the preset list."""
+    missing = tmp_path / "no-such-folder"
+    _refused(cli([command, str(missing)]), "config: cannot read '.../no-such-folder': No such file or directory")
+    _refused(cli([command, "./no-such-folder"]), "config: cannot read 'no-such-folder': No such file or directory")
+
+
+def test_a_positional_s_unknown_choice_names_its_field_in_lower_case(cli, tmp_path):
+    """plot's KIND and the COMMAND, misspelt: the field in the lower case every other field's name has
+    (``model:``, ``gpu:``); they read ``KIND:`` and ``COMMAND:``."""
+    _refused(cli(["plot", "contxt", "llama3.2-1b", "-o", tmp_path / "p.png"]),
+             "kind: unknown 'contxt' (known: memory, context, flops, roofline, sweep)")
+    assert cli(["cout", "llama3.2-1b"]).err.startswith("symllm: error: command: unknown 'cout' (known: count")
+
+
+def test_a_training_plan_none_fits_says_how_many_would(cli):
+    """plan llama3.1-8b --gpus 1xh100-sxm --train: no layout fits (AdamW's 16 bytes a parameter: 16 x
+    8,030,261,248 = 119.66 GiB of training states on one 80 GiB card), and the plan said only that. It now names
+    the fewest: ZeRO 3 over dp 2 leaves 59.83 GiB of states a GPU, room for one recomputed micro-batch. plan on 2
+    finds that layout (tp 1, pp 1, dp 2 under ZeRO 3), one answer."""
+    r = cli(["plan", "llama3.1-8b", "--gpus", "1xh100-sxm", "--train"])
+    assert r.code == 0
+    assert " ".join(r.out.split()).endswith(
+        "No layout of 1 fits; the fewest h100-sxm whose training peak fits: 2 (tp 1, pp 1, dp 2, ZeRO 3, full "
+        "recomputation; symllm.studies.plans.fewest_gpus).")
+    assert 16 * 8_030_261_248 > 80 * 2**30 > 16 * 8_030_261_248 / 2
+    rows = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]).out.splitlines()
+    assert any(line.split()[1:6] == ["1", "1", "2", "no", "3"] for line in rows), rows
+    assert "No layout" not in " ".join(rows)
+
+
+def test_serving_sees_the_gpu_memory_given(cli):
+    """count --gpu h100-sxm --gpu-memory 96 --serve: the fit line said 96.00 GiB while the serving table started
+    from the 79.18 GiB an 80 GB H100 reports to torch (docs/serving.md), the --gpu-memory given dropped. The
+    pool is now 0.9 x 96 GiB = 86.40 GiB; without --gpu-memory it stays 0.9 x 79.18 = 71.26 GiB."""
+    import json
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json"]
+    given = json.loads(cli(base + ["--gpu-memory", "96"]).out)["serving"]
+    assert given["memory"] == 96 * 2**30 and given["usable"] == pytest.approx(96 * 2**30 * 0.9)
+    card = json.loads(cli(base).out)["serving"]
+    assert round(card["memory"] / 2**30, 2) == 79.18
+
+
+def test_a_token_budget_of_any_size_stays_in_the_table(cli):
+    """count --tokens 1e300: the row printed every digit of 10**300 (and of its days, GPU-hours and cost), 41 lines
+    past 100 columns; a number of 10**15 or more is now written 1.000e+300, below it in full with commas."""
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1e300", "--price", "1"]).out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert any(line.startswith("1.000e+300 tokens ") for line in out.splitlines()), out
+    out = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "15T"]).out
+    assert any(line.startswith("15,000,000,000,000 tokens ") for line in out.splitlines()), out
+    report = cli(["report", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1e300", "--format", "markdown"]).out
+    assert "| 1.000e+300 training tokens |" in report and "0,000,000" not in report
