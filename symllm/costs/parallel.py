@@ -196,14 +196,15 @@ def declares_split(mdl: Component, engine: str | None = None) -> bool:
     >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
     (False, False, True, True)
     """
-    return any(split != c.rules.split and {split, c.rules.split} != _ALIKE
+    return any(split != c.rules.split and {split, c.rules.split} not in _ALIKE
                and (name == engine or (c.rules.split == "replicated" and name != "hf"))
                for c in mdl.walk() for name, split in c.rules.engines)  # (hf's: transformers' own plan)
 
 
-#: two splits that lay a part out alike (its weights, FLOPs and memory per GPU), its collectives aside: a layout
-#: differing only so names none (transformers' lm_head, gathered, and the default's column)
-_ALIKE = {"column", "gathered"}
+#: pairs of splits that lay a part out alike (its weights, FLOPs and memory per GPU), its collectives aside: a layout
+#: differing only so names none (transformers' lm_head, gathered, and the default's column; its QK-norms, their
+#: gradients all-reduced, and the default's replicated)
+_ALIKE = ({"column", "gathered"}, {"replicated", "grad_reduced"})
 
 
 def _expert(c: Component) -> bool:
