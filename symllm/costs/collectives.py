@@ -19,7 +19,8 @@ from symllm.validate import choice
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
            "step_collectives", "row_bytes", "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape",
-           "training_collectives", "training_calls", "busiest_calls", "training_tp_bytes", "link_kind", "collective",
+           "training_collectives", "FLOAT8_GATHERS", "training_calls", "busiest_calls", "training_tp_bytes",
+           "link_kind", "collective",
            "allreduce_latency_s", "allreduce_s", "gather_latency_s", "training_tp_s", "alltoall_s"]
 
 
@@ -288,10 +289,17 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
             "routing": total("routing")}
 
 
-def _sized(stage, seq, recompute, experts, columns) -> tuple:
+#: the block all-gathers a training engine may run in float8 (``fp8_tp_all_gathers``, named by the GEMM each feeds as
+#: :data:`symllm.costs.tp_overlap.PAIRS` names them), by the sublayer whose linears they feed: a column group's forward
+#: all-gather of its input (``_fprop``) and a row split's backward one of its output gradient (``_dgrad``)
+FLOAT8_GATHERS = {"attention": ("qkv_fprop", "proj_dgrad"), "feed_forward": ("fc1_fprop", "fc2_dgrad")}
+
+
+def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
     """:func:`training_collectives`' by ``(kind, width, bytes an element)`` (a column group's width its fan-in, else
-    ``d``; ``β_a`` but for the routing weights a family's router leaves in fp32, :attr:`Rules.routing`; kind
-    ``weight_grads``: a weight's gradient, ``width`` its elements, no ``b·s`` rows), and the heads."""
+    ``d``; ``β_a`` but for the routing weights a family's router leaves in fp32, :attr:`Rules.routing`, and the
+    all-gathers ``float8`` names, one byte: :data:`FLOAT8_GATHERS`; kind ``weight_grads``: a weight's gradient,
+    ``width`` its elements, no ``b·s`` rows), and the heads."""
     import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
@@ -318,6 +326,7 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
         gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
                                    for c in ("all_gather", "reduce_scatter", "all_reduce"))
         grouped = set()  # the inputs (fan-ins) whose column-wise linears are counted: one group an input
+        fprop, dgrad = (1 if pair in float8 else S.beta_a for pair in FLOAT8_GATHERS.get(comp.name, ("", "")))
         for c in comp.children:
             style, m = c.rules.split, mult * c.repeat
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
@@ -333,7 +342,7 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
                     # MLA's query and key-value up-projections read two latents: two groups, each its own width
                     grouped.add(fan_in)
                     if seq:
-                        add("all_gather", m * (gather + again), fan_in)
+                        add("all_gather", m * (gather + again), fan_in, fprop)
                     add("reduce_scatter" if seq else "all_reduce", m, fan_in)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
@@ -347,7 +356,7 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
                         add("all_reduce", m * (1 + reduce))
                 elif seq:  # forward: a reduce-scatter (backward: an all-gather)
                     add("reduce_scatter", m * scatter)
-                    add("all_gather", m)
+                    add("all_gather", m, S.d, dgrad)
                 else:  # forward: an all-reduce
                     add("all_reduce", m * reduce)
             elif c.children:
@@ -396,14 +405,16 @@ def row_bytes(width, size=None):
 
 
 def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
-                      columns: str = "dtensor"):
+                      columns: str = "dtensor", float8: tuple = ()):
     """Whole bytes one GPU sends in the tensor-parallel collectives of a training micro-batch through ``stage``
     (:func:`training_collectives`, its options alike): each all-gather or reduce-scatter :func:`row_bytes` of its
     own width (the residual stream's, a column group's input's: MLA's latents), an all-reduce twice that, the
     loss's all-reduces of ``b·s`` fp32 statistics, the routing weights' all-reduces of ``b·s·k`` at their dtype (``β_a``
     where the family's router casts them back, Qwen's; fp32 where it leaves them so, DeepSeek-V3's and Mixtral's:
     :attr:`~symllm.arch.components.Rules.routing`), a replicated weight's gradient all-reduce (``grad_reduced``: its
-    parameters at ``β_a``, the model's dtype), and the gathered linears' (:func:`gathered`).
+    parameters at ``β_a``, the model's dtype), and the gathered linears' (:func:`gathered`). The block all-gathers
+    named in ``float8`` (by the GEMM each feeds, :data:`FLOAT8_GATHERS`: a training engine that casts to float8 before
+    it gathers, :func:`symllm.costs.tp_overlap.fp8_gathers`) move one byte an element.
 
     >>> from symllm.arch.components import Component, latent as S   # wq_b's, wkv_b's input gradients; wo's output
     >>> mla = Component("block", children=(S.latent_attention(),))
@@ -415,7 +426,7 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.arch.components import STAT_BYTES
     from symllm.costs.rings import ring
 
-    sized, heads = _sized(stage, seq, recompute, experts, columns)
+    sized, heads = _sized(stage, seq, recompute, experts, columns, float8)
     reduced = ("all_reduce", "routing", "weight_grads")  # an all-reduce sends twice a gather's share
 
     def sent(kind: str, width, size):  # one collective's share: a weight's gradient has no rows
