@@ -80,17 +80,30 @@ def test_routing_weights_all_reduced_at_the_dtype_the_router_hands_them(kind):
         assert int(sp.sympify(S.beta_a if c.rules.routing is None else c.rules.routing).subs(values)) == handed, kind
 
 
-def test_deepseek_v3_routing_weights_all_reduced_in_fp32():
-    """A training step of a one-layer DeepSeek-V3 in bf16 under its whole plan on a fake process group of 2 ranks:
-    6 all-reduces (5 DTensor's, 3 c10d's in place: the experts' output in forward, their input's and routing weights'
-    gradients in backward), the logits' all-gather, and the bytes rank 0 sends, the ``b·s·k`` fp32 routing weights'
-    among them (8 tokens x 2 experts x 4 bytes, a ring all-reduce's share at 2 ranks: 64 bytes; at bf16 it would be
-    32): symllm's calls and ``comm.tp`` at ``β_a`` 2."""
-    torch, transformers = requires("torch"), requires("transformers")
+def _ours_in_bf16(config, seq: int) -> tuple[dict, int]:
+    """symllm's training count and ``comm.tp`` bytes under ``--engine hf`` for transformers' ``config`` (``β_a`` 2,
+    tp 2, one sequence of ``seq`` tokens)."""
     import sympy as sp
 
     from symllm.arch import symbols as S
     from symllm.costs import collectives, parallel
+
+    spc = spec(config.to_dict())
+    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 2}
+    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
+    laid = parallel.layout(spc.model(), "hf")
+    count = collectives.training_collectives(parallel.stages(laid)[0])
+    return {k: number(v) for k, v in count.items()}, number(parallel.comm(laid)["tp"])
+
+
+def test_deepseek_v3_routing_weights_all_reduced_in_fp32():
+    """A training step of a one-layer DeepSeek-V3 in bf16 under its whole plan on a fake process group of 2 ranks:
+    8 all-reduces (5 DTensor's; 3 c10d's in place: the experts' output in forward, their input's and routing
+    weights' gradients in backward), the logits' all-gather, and the bytes rank 0 sends, the ``b·s·k`` fp32 routing
+    weights' among them (8 tokens x 2 experts x 4 bytes, a ring all-reduce's share at 2 ranks: 64 bytes; at bf16 it
+    would be 32): symllm's calls (6 all-reduces, the routing weights', the head's input gradient) and ``comm.tp``
+    at ``β_a`` 2."""
+    torch, transformers = requires("torch"), requires("transformers")
 
     config = transformers.DeepseekV3Config(
         vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4,
@@ -101,14 +114,8 @@ def test_deepseek_v3_routing_weights_all_reduced_in_fp32():
     counted, sent = _training_step_comm(config, seq, torch.bfloat16)
     assert counted == {"all_reduce": 5, "allreduce_": 3, "all_gather_into_tensor": 1}
 
-    spc = spec(config.to_dict())
-    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 2}
-    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
-    laid = parallel.layout(spc.model(), "hf")
-    count = {k: number(v) for k, v in collectives.training_collectives(parallel.stages(laid)[0]).items()}
-    assert count == {"all_reduce": 6, "all_gather": 0, "reduce_scatter": 0, "loss": 0, "gathered": 1,
-                     "gathered_grads": 1, "routing": 1}
-    assert number(parallel.comm(laid)["tp"]) == sent
+    assert _ours_in_bf16(config, seq) == ({"all_reduce": 6, "all_gather": 0, "reduce_scatter": 0, "loss": 0,
+                                           "gathered": 1, "gathered_grads": 1, "routing": 1}, sent)
 
 
 def _grad_reduced(raw: dict) -> int:
@@ -144,10 +151,6 @@ def test_qk_norm_gradients_all_reduced_as_transformers_runs_them():
     ``d_h`` bf16 numbers (8 x 2 bytes, a ring all-reduce's share at 2 ranks: 16 bytes); symllm's calls and
     ``comm.tp`` at ``β_a`` 2 (the model's dtype)."""
     torch, transformers = requires("torch"), requires("transformers")
-    import sympy as sp
-
-    from symllm.arch import symbols as S
-    from symllm.costs import collectives, parallel
 
     config = transformers.Qwen3Config(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
                                       num_key_value_heads=2, head_dim=8, intermediate_size=64,
@@ -165,11 +168,5 @@ def test_qk_norm_gradients_all_reduced_as_transformers_runs_them():
                                    seq, torch.bfloat16)
     assert llama == {"all_reduce": 9, "all_gather_into_tensor": 1}
 
-    spc = spec(config.to_dict())
-    values = {**spc.values(), S.N_t: TP, S.N_p: 1, S.N_d: 1, S.b: 1, S.s: seq, S.beta_a: 2}
-    number = lambda e: int(sp.sympify(e).subs(values))  # noqa: E731
-    laid = parallel.layout(spc.model(), "hf")
-    count = {k: number(v) for k, v in collectives.training_collectives(parallel.stages(laid)[0]).items()}
-    assert count == {"all_reduce": 10, "all_gather": 0, "reduce_scatter": 0, "loss": 0, "gathered": 1,
-                     "gathered_grads": 1, "routing": 0}
-    assert number(parallel.comm(laid)["tp"]) == sent
+    assert _ours_in_bf16(config, seq) == ({"all_reduce": 10, "all_gather": 0, "reduce_scatter": 0, "loss": 0,
+                                           "gathered": 1, "gathered_grads": 1, "routing": 0}, sent)
