@@ -260,10 +260,10 @@ def test_deltanet_collectives_as_transformers_runs_them(config_class, extra, pro
     assert number(collectives.gathered(stage)["widths"]) == widths
 
 
-def _training_step_comm(config, seq: int) -> tuple[dict, int]:
-    """One training step (forward, the loss, backward) of transformers' model for ``config`` under its whole plan on a
-    fake process group of 2 ranks: CommDebugMode's count of its collectives by name, and the bytes rank 0 sends in
-    them (:func:`_ring_sizes`)."""
+def _training_step_comm(config, seq: int, dtype=None) -> tuple[dict, int]:
+    """One training step (forward, the loss, backward) of transformers' model for ``config`` (in ``dtype``, default
+    fp32) under its whole plan on a fake process group of 2 ranks: CommDebugMode's count of its collectives by name,
+    and the bytes rank 0 sends in them (:func:`_ring_sizes`)."""
     torch, transformers = requires("torch"), requires("transformers")
     from torch.distributed.tensor.debug import CommDebugMode
     from transformers.distributed.tensor_parallel import apply_tensor_parallelism
@@ -274,7 +274,7 @@ def _training_step_comm(config, seq: int) -> tuple[dict, int]:
     with warnings.catch_warnings(), fake_group(TP) as mesh:
         warnings.simplefilter("ignore")
         torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config)
+        model = transformers.AutoModelForCausalLM.from_config(config).to(dtype or torch.float32)
         apply_tensor_parallelism(model, mesh, model._expand_parallel_plan(model.tp_plan))
         tokens = torch.randint(0, config.vocab_size, (1, seq))
         sizes = _ring_sizes()

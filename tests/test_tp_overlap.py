@@ -225,15 +225,21 @@ def test_float8_gathers_by_hand():
     PrepareFloat8ModuleInput: efficiency.json's fp8_tp_all_gathers) gathers a block's inputs and wo's and w2's output
     gradients in float8: Llama 3.1 70B (80 blocks, d 8192) at TP 8 over 16 x 8192 tokens, full recomputation: 2
     forward gathers twice and 2 backward, 6 a block, each 7/8 of 131,072 x 8,192 elements one byte less, 480 in all:
-    450,971,566,080 bytes fewer than comm.tp's bf16 count a micro-batch."""
+    ``comm.tp`` 450,971,566,080 bytes fewer a micro-batch than the same workload's with bf16 GEMMs (the bytes the
+    expected step's tensor-parallel time reads: one count for both)."""
+    from symllm.costs import phases as costs
     from symllm.costs.workloads import Workload
     names = tp_overlap.fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan", compute_dtype="fp8"))
     assert set(names) == {n for n in TORCHTITAN["ring"] if tp_overlap.PAIRS[n] == "all_gather"}
-    got = tp_overlap.narrowed_bytes(names, recompute="full", layers=80, rows=16 * 8192, d=8192, beta_a=2, tp=8)
-    assert got == 480 * 7 * 131072 * 8192 // 8 == 450971566080
-    # and the step is shorter for it: fp8 with the float8 gathers against the same gathers in bf16 (megatron's
-    # engine declares none; its gathers stay the residual stream's dtype)
+    work = dict(tp=8, sp=True, engine="torchtitan", batch=16, seq=8192, recompute="full")
+    fp8 = costs.workload("llama3.1-70b", compute_dtype="fp8", **work)
+    bf16 = costs.workload("llama3.1-70b", **work)
+    assert bf16["comm"]["tp"] - fp8["comm"]["tp"] == 480 * 7 * 131072 * 8192 // 8 == 450971566080
+    # megatron's engine declares none: its gathers stay the residual stream's dtype
     assert tp_overlap.fp8_gathers(Workload(tp=8, sp=True, engine="megatron", compute_dtype="fp8")) == ()
+    megatron = {k: v for k, v in work.items() if k != "engine"}
+    assert (costs.workload("llama3.1-70b", compute_dtype="fp8", **megatron)["comm"]["tp"]
+            == costs.workload("llama3.1-70b", **megatron)["comm"]["tp"])
 
 
 #: published gains of async TP under torchtitan, none used to set anything (checks of the mechanism): (label,

@@ -18,14 +18,18 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 
+import sympy as sp
+
 from symllm.arch import symbols as S
 from symllm.arch.components import Component, meta_hidden_dim, model
 from symllm.arch.config import SPEC_FIELDS, ModelConfig, load
+from symllm.arch.dtypes import FP32
 from symllm.arch.layers import Structure, Variant
 from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan", "plan_of"]
+__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan", "plan_of",
+           "routing_of"]
 
 
 @lru_cache(maxsize=None)
@@ -53,6 +57,23 @@ def plan_of(tp_plan: str | None) -> dict | None:
     return family_of(tp_plan).tp_plan
 
 
+def routing_of(tp_plan: str | None) -> str | None:
+    """The dtype transformers' router for the family ``tp_plan`` names hands its experts their routing weights in
+    (:attr:`symllm.arch.families.hf.Family.routing_weights`; None: the hidden states').
+
+    >>> routing_of("deepseek_v3"), routing_of("llama4_text"), routing_of("qwen3_moe"), routing_of(None)
+    ('fp32', 'none', None, None)
+    """
+    if tp_plan is None:
+        return None
+    from symllm.arch.families.hf import family_of
+    return family_of(tp_plan).routing_weights
+
+
+#: a family's routing weights' dtype (:func:`routing_of`) -> the bytes of one (:attr:`Rules.routing`; None: β_a)
+_ROUTING = {None: None, "fp32": sp.Integer(FP32), "none": sp.S.Zero}
+
+
 #: (id of a tree, a family) -> (the tree, the tree as that family's plan declares it): one object each time (the
 #: caches keyed on a model's identity hold one entry for it), without hashing the tree
 _PLANNED: dict[tuple, tuple] = {}
@@ -72,6 +93,7 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     if hit is not None and hit[0] is tree:
         return hit[1]
     plan = plan_of(tp_plan) or {}
+    routing = _ROUTING[routing_of(tp_plan)]  # the bytes of a routing weight its experts take (None: β_a)
 
     def declared(c: Component, split: str | None, parent: str) -> Component:
         name = f"{parent}.{c.name}" if f"{parent}.{c.name}" in plan else c.name  # a part named under its parent
@@ -82,10 +104,12 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
         rules = c.rules
         if split is not None and rules.split is not None and split != rules.split:
             rules = dataclasses.replace(rules, engines=(*(e for e in rules.engines if e[0] != "hf"), ("hf", split)))
+        if c.rules.split == "expert" and routing is not None:
+            rules = dataclasses.replace(rules, routing=routing)
         children = tuple(declared(x, split, c.name) for x in c.children)
         same = rules is c.rules and all(x is y for x, y in zip(children, c.children))
         return c if same else c.replace(rules=rules, children=children)
-    out = declared(tree, None, "") if plan else tree
+    out = declared(tree, None, "") if plan or routing is not None else tree
     _PLANNED[(id(tree), tp_plan)] = (tree, out)  # holding the tree keeps its id from being reused
     return out
 

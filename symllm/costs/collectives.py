@@ -19,7 +19,8 @@ from symllm.validate import choice
 
 __all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
            "step_collectives", "row_bytes", "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape",
-           "training_collectives", "training_calls", "busiest_calls", "training_tp_bytes", "link_kind", "collective",
+           "training_collectives", "FLOAT8_GATHERS", "training_calls", "busiest_calls", "training_tp_bytes",
+           "link_kind", "collective",
            "allreduce_latency_s", "allreduce_s", "gather_latency_s", "training_tp_s", "alltoall_s"]
 
 
@@ -256,7 +257,10 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     ``routing``: under transformers' plan (a stage whose head every rank holds whole,
     :data:`~symllm.arch.components.embeddings.WHOLE_LOGITS`), the backward all-reduce of each tensor-split experts'
     routing weights (``b·s·k`` of them: transformers 5.23 ``MoeExpertsParallel`` wraps ``top_k_weights`` in
-    ``_AllReduceBackward`` beside the hidden states). Their sum is a micro-batch's calls.
+    ``_AllReduceBackward`` beside the hidden states; none where the experts take none, Llama 4's:
+    :attr:`~symllm.arch.components.Rules.routing`). A ``grad_reduced`` weight (transformers'
+    ``replicated_with_grad_allreduce``: Qwen3's q and k norms) all-reduces its gradient in backward, one
+    ``all_reduce`` each. Their sum is a micro-batch's calls.
 
     >>> from symllm.arch.components import model
     >>> from symllm.costs import parallel
@@ -275,16 +279,27 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     import sympy as sp
 
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    counted = {k: sum((n for (kind, _), n in sized.items() if kind == k), 0)
-               for k in ("all_reduce", "all_gather", "reduce_scatter")}
+    kinds = {"weight_grads": "all_reduce"}  # a replicated weight's gradient: one all-reduce each
+
+    def total(kind: str) -> sp.Expr:
+        return sum((n for (k, *_), n in sized.items() if kinds.get(k, k) == kind), sp.S.Zero)
     whole = gathered(stage, recompute, seq, columns)
-    routing = sum((n for (kind, _), n in sized.items() if kind == "routing"), sp.S.Zero)
-    return {**counted, "loss": LOSS_STATISTICS * heads, "gathered": whole["training_gathers"],
-            "gathered_grads": whole["training_reduces"], "routing": routing}
+    return {**{k: total(k) for k in ("all_reduce", "all_gather", "reduce_scatter")}, "loss": LOSS_STATISTICS * heads,
+            "gathered": whole["training_gathers"], "gathered_grads": whole["training_reduces"],
+            "routing": total("routing")}
 
 
-def _sized(stage, seq, recompute, experts, columns) -> tuple:
-    """:func:`training_collectives`' by ``(kind, width)`` (a column group's its fan-in, else ``d``), and the heads."""
+#: the block all-gathers a training engine may run in float8 (``fp8_tp_all_gathers``, named by the GEMM each feeds as
+#: :data:`symllm.costs.tp_overlap.PAIRS` names them), by the sublayer whose linears they feed: a column group's forward
+#: all-gather of its input (``_fprop``) and a row split's backward one of its output gradient (``_dgrad``)
+FLOAT8_GATHERS = {"attention": ("qkv_fprop", "proj_dgrad"), "feed_forward": ("fc1_fprop", "fc2_dgrad")}
+
+
+def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
+    """:func:`training_collectives`' by ``(kind, width, bytes an element)`` (a column group's width its fan-in, else
+    ``d``; ``β_a`` but for the routing weights a family's router leaves in fp32, :attr:`Rules.routing`, and the
+    all-gathers ``float8`` names, one byte: :data:`FLOAT8_GATHERS`; kind ``weight_grads``: a weight's gradient,
+    ``width`` its elements, no ``b·s`` rows), and the heads."""
     import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
@@ -295,15 +310,15 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
     fused = choice("column_parallel", columns, COLUMN_PARALLEL) == "megatron"
     again = 1 if fused and seq else 0  # Megatron-Core gathers a column linear's input again for its weight gradient
     embeddings, heads = _vocabulary_parts(stage)  # as the inference step counts them, but for a gathered head
-    counted = {(k, S.d): sp.S.Zero for k in ("all_reduce", "all_gather", "reduce_scatter")}
-    if seq:
-        counted["reduce_scatter", S.d] += embeddings + heads
-        counted["all_gather", S.d] += embeddings + heads * (1 + again)
-    else:
-        counted["all_reduce", S.d] += embeddings + heads
+    counted = {(k, S.d, S.beta_a): sp.S.Zero for k in ("all_reduce", "all_gather", "reduce_scatter")}
 
-    def add(kind: str, n, width=S.d) -> None:
-        counted[kind, width] = counted.get((kind, width), sp.S.Zero) + n
+    def add(kind: str, n, width=S.d, size=S.beta_a) -> None:
+        counted[kind, width, size] = counted.get((kind, width, size), sp.S.Zero) + n
+    if seq:
+        add("reduce_scatter", embeddings + heads)
+        add("all_gather", embeddings + heads * (1 + again))
+    else:
+        add("all_reduce", embeddings + heads)
 
     def visit(comp, mult, checkpointed: bool) -> None:  # the blocks': every split part but the step's own two
         mult = mult * comp.repeat
@@ -311,11 +326,14 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
         gather, scatter, reduce = ((forward_runs(c, recompute) if checkpointed else 1)
                                    for c in ("all_gather", "reduce_scatter", "all_reduce"))
         grouped = set()  # the inputs (fan-ins) whose column-wise linears are counted: one group an input
+        fprop, dgrad = (1 if pair in float8 else S.beta_a for pair in FLOAT8_GATHERS.get(comp.name, ("", "")))
         for c in comp.children:
             style, m = c.rules.split, mult * c.repeat
             if c.rules.weight == "embedding" or (c.rules.weight == "head" and style in COLUMNS):
                 continue  # counted from the step's count above
-            if style in (*COLUMNS, "merged"):
+            if style == "grad_reduced":  # transformers' replicated_with_grad_allreduce: its gradient, in backward
+                add("weight_grads", m, c.params)
+            elif style in (*COLUMNS, "merged"):
                 fan_in = c.shape[0] if c.shape else S.d  # the group's input: its collectives' width
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m, fan_in)
@@ -324,11 +342,13 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
                     # MLA's query and key-value up-projections read two latents: two groups, each its own width
                     grouped.add(fan_in)
                     if seq:
-                        add("all_gather", m * (gather + again), fan_in)
+                        add("all_gather", m * (gather + again), fan_in, fprop)
                     add("reduce_scatter" if seq else "all_reduce", m, fan_in)
             elif summed(c, split_experts):
                 if style == "expert":  # a column-wise pair's input (its gradient in backward) and a summed output
-                    add("routing", m * int(hf), S.k)  # (transformers': the routing weights' gradient too)
+                    routing = S.beta_a if c.rules.routing is None else c.rules.routing
+                    if hf and routing != 0:  # transformers': the routing weights' gradient too, at their dtype
+                        add("routing", m, S.k, routing)
                     if seq:
                         add("all_gather", m * (gather + 1))
                         add("reduce_scatter", m * (scatter + 1))
@@ -336,7 +356,7 @@ def _sized(stage, seq, recompute, experts, columns) -> tuple:
                         add("all_reduce", m * (1 + reduce))
                 elif seq:  # forward: a reduce-scatter (backward: an all-gather)
                     add("reduce_scatter", m * scatter)
-                    add("all_gather", m)
+                    add("all_gather", m, S.d, dgrad)
                 else:  # forward: an all-reduce
                     add("all_reduce", m * reduce)
             elif c.children:
@@ -370,27 +390,31 @@ def busiest_calls(num, stages) -> dict:
     return max(calls, key=lambda c: c["training_tp_calls"])
 
 
-def row_bytes(width):
+def row_bytes(width, size=None):
     """Whole bytes one GPU sends in a tensor-parallel all-gather or reduce-scatter of a micro-batch's activations
-    ``width`` wide (``β_a·b·s·width``): its ring share (:func:`symllm.costs.rings.ring`); an all-reduce twice this.
+    ``width`` wide (``β_a·b·s·width``; ``size`` bytes an element in place of ``β_a``): its ring share
+    (:func:`symllm.costs.rings.ring`); an all-reduce twice this.
 
-    >>> row_bytes(1)
-    ceiling(b*beta_a*s*(N_t - 1)/N_t)
+    >>> row_bytes(1), row_bytes(2, 4)
+    (ceiling(b*beta_a*s*(N_t - 1)/N_t), ceiling(8*b*s*(N_t - 1)/N_t))
     """
     from symllm.arch import symbols as S
     from symllm.costs.rings import ring
 
-    return ring(S.beta_a * S.b * S.s * width, S.N_t)
+    return ring((S.beta_a if size is None else size) * S.b * S.s * width, S.N_t)
 
 
 def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, experts: str = "split",
-                      columns: str = "dtensor"):
+                      columns: str = "dtensor", float8: tuple = ()):
     """Whole bytes one GPU sends in the tensor-parallel collectives of a training micro-batch through ``stage``
     (:func:`training_collectives`, its options alike): each all-gather or reduce-scatter :func:`row_bytes` of its
     own width (the residual stream's, a column group's input's: MLA's latents), an all-reduce twice that, the
-    loss's all-reduces of ``b·s`` fp32 statistics, the routing weights' all-reduces of ``b·s·k`` (``β_a``:
-    transformers' routers cast them to the logits' dtype, Mixtral's and Qwen's; DeepSeek-V3's, fp32, are counted so
-    too), and the gathered linears' (:func:`gathered`).
+    loss's all-reduces of ``b·s`` fp32 statistics, the routing weights' all-reduces of ``b·s·k`` at their dtype (``β_a``
+    where the family's router casts them back, Qwen's; fp32 where it leaves them so, DeepSeek-V3's and Mixtral's:
+    :attr:`~symllm.arch.components.Rules.routing`), a replicated weight's gradient all-reduce (``grad_reduced``: its
+    parameters at ``β_a``, the model's dtype), and the gathered linears' (:func:`gathered`). The block all-gathers
+    named in ``float8`` (by the GEMM each feeds, :data:`FLOAT8_GATHERS`: a training engine that casts to float8 before
+    it gathers, :func:`symllm.costs.tp_overlap.fp8_gathers`) move one byte an element.
 
     >>> from symllm.arch.components import Component, latent as S   # wq_b's, wkv_b's input gradients; wo's output
     >>> mla = Component("block", children=(S.latent_attention(),))
@@ -402,9 +426,13 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.arch.components import STAT_BYTES
     from symllm.costs.rings import ring
 
-    sized, heads = _sized(stage, seq, recompute, experts, columns)
-    reduced = ("all_reduce", "routing")  # an all-reduce sends twice a gather's share
-    return (sum(((1 + (kind in reduced)) * n * row_bytes(width) for (kind, width), n in sized.items()), sp.S.Zero)
+    sized, heads = _sized(stage, seq, recompute, experts, columns, float8)
+    reduced = ("all_reduce", "routing", "weight_grads")  # an all-reduce sends twice a gather's share
+
+    def sent(kind: str, width, size):  # one collective's share: a weight's gradient has no rows
+        return ring(size * width, S.N_t) if kind == "weight_grads" else row_bytes(width, size)
+    return (sum(((1 + (kind in reduced)) * n * sent(kind, width, size) for (kind, width, size), n in sized.items()),
+                sp.S.Zero)
             + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
             + gathered(stage, recompute, seq, columns)["training_bytes"])
 

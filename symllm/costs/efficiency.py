@@ -489,11 +489,10 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the all-gathers and reduce-scatters among them at their own latency
     widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))  # a block's (tp_overlap reads them)
     dense = not experts and widths
-    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense)
-    narrowed = tp_overlap.narrowed_bytes(fp8, recompute=work.recompute, layers=layers, rows=rows, d=parts["d"],
-                                         beta_a=parts["beta_a"], tp=work.tp) if fp8 else 0
+    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense:
+    # comm's tp counts them at one byte, parallel.comm)
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
-                         (comm["tp"] - narrowed) * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
+                         comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention
     # pairs only, its dense blocks all (tp_overlap.blocks)
     asked = tp_overlap.overlapping(work)

@@ -113,7 +113,8 @@ from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
 __all__ = ["COMM_KINDS", "laid_out", "layout", "declares_split", "vocabulary", "has_experts", "comm_kinds", "shard",
-           "stages", "largest", "params_per_gpu", "expert_params", "comm", "REDUCE_BYTES", "DP_ROUNDS"]
+           "stages", "largest", "params_per_gpu", "expert_params", "comm", "workload_comm", "REDUCE_BYTES",
+           "DP_ROUNDS"]
 
 #: the communication kinds :func:`comm` gives (``ep`` for a mixture-of-experts model only)
 COMM_KINDS = ("tp", "pp", "dp", "ep")
@@ -196,14 +197,15 @@ def declares_split(mdl: Component, engine: str | None = None) -> bool:
     >>> declares_split(llama), declares_split(llama, "vllm"), declares_split(llama, "mlc"), declares_split(dsv4)
     (False, False, True, True)
     """
-    return any(split != c.rules.split and {split, c.rules.split} != _ALIKE
+    return any(split != c.rules.split and {split, c.rules.split} not in _ALIKE
                and (name == engine or (c.rules.split == "replicated" and name != "hf"))
                for c in mdl.walk() for name, split in c.rules.engines)  # (hf's: transformers' own plan)
 
 
-#: two splits that lay a part out alike (its weights, FLOPs and memory per GPU), its collectives aside: a layout
-#: differing only so names none (transformers' lm_head, gathered, and the default's column)
-_ALIKE = {"column", "gathered"}
+#: pairs of splits that lay a part out alike (its weights, FLOPs and memory per GPU), its collectives aside: a layout
+#: differing only so names none (transformers' lm_head, gathered, and the default's column; its QK-norms, their
+#: gradients all-reduced, and the default's replicated)
+_ALIKE = ({"column", "gathered"}, {"replicated", "grad_reduced"})
 
 
 def _expert(c: Component) -> bool:
@@ -457,7 +459,7 @@ REDUCE_BYTES, DP_ROUNDS = sp.symbols("beta_g R_d", positive=True, integer=True)
 @lru_cache(maxsize=64)
 def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_stage: int = 0,
          experts: str = "split", grad_bytes=zero.MIXED_PRECISION_ADAM["gradients"], rounds=1,
-         columns: str = "dtensor") -> dict[str, sp.Expr]:
+         columns: str = "dtensor", float8: tuple = ()) -> dict[str, sp.Expr]:
     """Bytes one GPU sends per training step of one micro-batch (``b`` sequences; see the module docstring), the
     busiest stage's: ``tp`` tensor-parallel collectives, ``pp`` pipeline point-to-point (a middle stage's
     activation on and gradient back), ``dp`` data-parallel gradients
@@ -467,7 +469,9 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     reduce-scatters and, at ZeRO 3, gathers again every micro-batch: ``rounds`` = ``m``); numbers or symbols
     (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`). At ZeRO 3 the gradients reduced are those of the parameters that get
     one (:meth:`~symllm.arch.components.base.Component.trained`; :func:`symllm.costs.rings.dp_bytes`). ``columns``: the
-    column-parallel linears the training engine runs (:func:`symllm.costs.collectives.column_parallel`).
+    column-parallel linears the training engine runs (:func:`symllm.costs.collectives.column_parallel`); ``float8``:
+    the block all-gathers it runs in float8 (:func:`symllm.costs.tp_overlap.fp8_gathers`), one byte an element in a
+    dense model (a mixture's stay ``β_a``: torchtitan's float8 tensor parallelism is read for dense blocks only).
 
     >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
@@ -486,7 +490,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns) for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns, () if has_experts(mdl) else float8)
+                        for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),
@@ -506,3 +511,23 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
         out["ep"] = messages * ring(tokens, S.N_e) * maximum(*(_only_experts(st, unit=True).total("params")
                                                                        for st in (first, last)))
     return {k: substitute(v, dict(mdl.definitions)) for k, v in out.items()}
+
+
+def workload_comm(mdl: Component, work) -> dict[str, sp.Expr]:
+    """:func:`comm` of ``mdl`` under the workload ``work``'s layout, as its training engine runs it: its column-parallel
+    linears (:func:`symllm.costs.collectives.column_parallel`) and the all-gathers it runs in float8
+    (:func:`symllm.costs.tp_overlap.fp8_gathers`). What count, derive and the expected time read.
+
+    >>> from symllm.arch.resolved import spec
+    >>> from symllm.costs.workloads import Workload
+    >>> mdl, work = spec("llama3.1-8b").model(), Workload(tp=8, sp=True, engine="torchtitan")
+    >>> fp8 = workload_comm(mdl, work.replace(compute_dtype="fp8"))["tp"]   # 4 block all-gathers at 1 byte, not 2:
+    >>> at = {S.N_t: 8, S.N_p: 1, S.b: 1, S.s: 8, S.beta_a: 2, S.L: 32, S.d: 4096, S.V: 128256}
+    >>> (workload_comm(mdl, work)["tp"] - fp8).subs(at) == 32 * 4 * 8 * 4096 * 7 // 8   # a ring share of 8 tokens less
+    True
+    """
+    from symllm.costs.collectives import column_parallel
+    from symllm.costs.tp_overlap import fp8_gathers
+
+    return comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp, columns=column_parallel(work.engine),
+                float8=fp8_gathers(work))

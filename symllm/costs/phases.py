@@ -43,7 +43,6 @@ from symllm.arch import resolved
 from symllm.costs import accelerators, checks, finetune, hardware
 from symllm.costs import parallel
 from symllm.costs import stacks, zero
-from symllm.costs.collectives import column_parallel
 from symllm.costs.decoding import phase_flops
 from symllm.costs.selective import policy, recompute_of
 from symllm.arch.dtypes import OPTIMIZERS
@@ -392,7 +391,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
         # one GPU: the whole model (the workload's stack), nothing sent; an HF stack is laid out only by data
         # parallelism (Workload refuses tp, pp and ep with it): every rank holds the whole model, and the
         # model's own figures are already ZeRO-sharded over N_d
-        comm = _comm(mdl, work) if laid else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
+        comm = parallel.workload_comm(mdl, work) if laid else {kind: sp.S.Zero for kind in parallel.comm_kinds(mdl)}
         return {"params": {"per_gpu": mdl.closed_form("params")}, **out,
                 "memory_per_gpu": {kind: out["memory"][kind] for kind in _per_gpu_kinds(out["memory"])},
                 "comm": comm}
@@ -402,14 +401,7 @@ def _compose_model(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Exp
                                                                      recompute_of(work), work.stack, work.optimizer)
                                                         for i in range(len(stages))))
                                for kind in _per_gpu_kinds(out["memory"])},
-            "comm": _comm(mdl, work)}
-
-
-def _comm(mdl: Component, work: Workload) -> dict:
-    """:func:`symllm.costs.parallel.comm` of ``mdl`` under ``work``'s layout, its training engine's tensor-parallel
-    collectives (:func:`symllm.costs.collectives.column_parallel`)."""
-    return parallel.comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp,
-                         columns=column_parallel(work.engine))
+            "comm": parallel.workload_comm(mdl, work)}
 
 
 def _per_gpu_kinds(memory_: dict) -> tuple[str, ...]:

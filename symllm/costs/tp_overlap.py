@@ -15,8 +15,8 @@ and the slower chunks are the ring's own cost, as are the copies an engine's sou
 (a ring's partials reduced after it, torch's shard copied before it: :func:`copies_bytes`). A forward pair runs
 again where recomputation reruns its collective (:func:`symllm.costs.collectives.forward_runs`). An engine that
 casts to float8 before it gathers (torchao's float8 tensor parallelism under torchtitan: ``fp8_tp_all_gathers``)
-moves those all-gathers at one byte an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`,
-:func:`narrowed_bytes`).
+moves those all-gathers at one byte an element under ``--compute-dtype fp8``, overlapped or not (:func:`fp8_gathers`;
+``comm.tp`` counts them so: :func:`symllm.costs.parallel.comm`).
 
 In a mixture of experts the engines overlap the attention sublayer's pairs only in its expert blocks (:func:`in_model`):
 its linears are the same modules as a dense block's (Megatron-Core's ``linear_qkv`` and ``linear_proj``, Transformer
@@ -48,7 +48,7 @@ from symllm.errors import SymllmError
 
 __all__ = ["PAIRS", "ATTENTION", "LATENT", "OTHER_MIXERS", "declared", "in_model", "blocks", "scope", "check",
            "overlapping", "pairs", "linear_flops", "margins", "exposed_s", "copies_bytes", "saved_s", "model_saved_s",
-           "fp8_gathers", "narrowed_bytes"]
+           "fp8_gathers"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -319,19 +319,3 @@ def fp8_gathers(work) -> tuple:
     if getattr(work, "matmul_dtype", None) != "fp8" or not work.sp or work.tp < 2:  # the dtype the GEMMs run in
         return ()
     return tuple(engine_for(getattr(work, "engine", None), "training").get("fp8_tp_all_gathers", ()))
-
-
-def narrowed_bytes(names, *, recompute, layers: int, rows, d, beta_a, tp: int) -> Fraction:
-    """Bytes one rank sends less in a micro-batch where the block all-gathers of the pairs ``names``
-    (:func:`fp8_gathers`) move one byte an element, not ``beta_a``: each its ring share of ``rows`` tokens of
-    width ``d`` over ``tp`` ranks, a forward one again where recomputation reruns it, over ``layers`` blocks.
-
-    >>> # 2 forward gathers twice (full recomputation) and 2 backward: 6 x 7/8 x 1,024 x 4,096 x (2 - 1) bytes
-    >>> int(narrowed_bytes(("qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad"), recompute="full", layers=1,
-    ...                    rows=1024, d=4096, beta_a=2, tp=8))
-    22020096
-    """
-    def share(width):
-        return -(-width * rows * d * (tp - 1) // tp)
-    runs = sum(n for n, _ in pairs({"ring": list(names)}, recompute).values())
-    return Fraction(layers * runs * (share(beta_a) - share(1)))

@@ -27,6 +27,7 @@ from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
+from symllm.costs.tp_overlap import fp8_gathers
 from symllm.costs import tp_overlap
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
@@ -410,7 +411,8 @@ class Workload:
         return hit
 
     def shape(self) -> tuple:
-        """What of this workload shapes the closed forms, read off the fields marked ``shapes``: the key of
+        """What of this workload shapes the closed forms, read off the fields marked ``shapes`` (and the float8
+        all-gathers its engine, dtype and layout decide: :func:`symllm.costs.tp_overlap.fp8_gathers`): the key of
         the composed quantities in memory (:func:`symllm.costs.phases.quantities`) and of every cache entry
         of formulas on disk. Workloads of one shape share their closed forms; only their numbers differ.
 
@@ -424,6 +426,8 @@ class Workload:
         for name, mark in _marks():
             value = getattr(self, name)
             out.append((name, value if mark is True else mark(value)))
+        # and what several fields decide together: the all-gathers the training engine runs in float8 (comm.tp's)
+        out.append(("float8_gathers", fp8_gathers(self)))
         object.__setattr__(self, "_shape", tuple(out))  # frozen: computed once (each workload() asks twice)
         return self._shape
 

@@ -337,8 +337,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         checks.check(bare, work)
-        leaves = parallel.comm(bare, work.sp, work.recompute, work.zero_stage, work.expert_tp,
-                               columns=column_parallel(work.engine))  # as count's: its training engine's linears
+        leaves = parallel.workload_comm(bare, work)  # as count's: its training engine's linears, its float8 gathers
         return dict(leaves), sum(leaves.values(), sp.S.Zero)
     if quantity == "flops":
         opts = dict(bucket=options["bucket"], macs=options["macs"], recompute=recompute_of(work))

@@ -84,9 +84,11 @@ T = b * s
 #: ``GptOssExperts`` no rule names; "expert" leaves it to ``--expert-tp``), "gathered" (a column-wise linear whose
 #: output every rank gets whole: split as "column", its output all-gathered in forward and, in training, its input's
 #: gradient all-reduced in backward, each collective of its own width: transformers' ``colwise_gather_output``,
-#: Qwen3-Next's and Qwen3.5's Gated DeltaNet projections; symllm.costs.collectives.gathered)
+#: Qwen3-Next's and Qwen3.5's Gated DeltaNet projections; symllm.costs.collectives.gathered), "grad_reduced" (a
+#: weight every rank holds whole, as "replicated", whose gradient the ranks all-reduce in backward: transformers'
+#: ``replicated_with_grad_allreduce``, the per-head q/k norms of Qwen3's plan; symllm.costs.collectives)
 SPLITS = ("column", "row", "vocab", "sequence", "replicated", "expert", "heads", "merged", "held", "whole",
-          "expert_whole", "gathered")
+          "expert_whole", "gathered", "grad_reduced")
 #: the routed experts' splits: divided over the expert-parallel ranks (symllm.costs.parallel)
 EXPERT_SPLITS = ("expert", "expert_whole")
 #: the splits whose ranks each compute their share of a linear's output features (a head of them gathers its logits)
@@ -118,7 +120,7 @@ class Rules:
     >>> Rules("diagonal")
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 12: see components.SPLITS)
+    symllm.errors.SymllmError: split: unknown 'diagonal' (known: all 13: see components.SPLITS)
     >>> w = Rules("replicated", engines=(("vllm", "column"),))
     >>> w.split_under("vllm"), w.split_under("sglang"), w.split_under(None)
     ('column', 'replicated', 'replicated')
@@ -179,6 +181,11 @@ class Rules:
     #: or where an expression in the training prompt's ``s`` is 1 (0 elsewhere): a part on
     #: no path to the loss for some prompts only (DeepSeek-V4's compressor while its prompt closes no window)
     no_grad: bool | sp.Expr = False
+    #: routed experts under transformers' plan (``moe_tp_experts``): the bytes of each routing weight the experts
+    #: take beside their input, whose gradient ``MoeExpertsParallel`` all-reduces in backward (0: they take none, their
+    #: input scaled by the router's scores before them: Llama 4's); None: the activations' ``β_a`` (set from the
+    #: family's :attr:`symllm.arch.families.hf.Family.routing_weights` by :func:`symllm.arch.specs.hf_plan`)
+    routing: sp.Expr | None = None
     #: the whole units a split of its weight keeps together where they are not the query heads (which every split
     #: keeps whole: :mod:`symllm.costs.checks`): a layout that splits it (:meth:`units_under`) needs tensor ranks
     #: dividing them, as vLLM's split of DeepSeek-V4's grouped output projection needs of its ``g_o`` groups

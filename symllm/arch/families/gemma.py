@@ -20,7 +20,7 @@ every query and key head. Every absent key takes the class's default; a true ``u
 >>> f["sliding_window"], [(kind.window, count) for kind, count in f["layers"]], f["qk_norm"]
 (512, [('sliding', 5), (None, 1), ('sliding', 1)], 'rmsnorm')
 """
-from symllm.arch.families.hf import groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.llama import LLAMA
 from symllm.errors import SymllmError
@@ -119,6 +119,6 @@ GEMMA2 = register(GEMMA.extend(
 GEMMA3_TEXT = register(GEMMA2.extend(
     "gemma3_text", fields=_gemma3, wrappers=("gemma3",), qk_norm="rmsnorm",
     ignored={"attn_logit_softcapping": None},
-    defaults={**GEMMA2.defaults, "vocab_size": 262208},
+    defaults={**GEMMA2.defaults, "vocab_size": 262208}, tp_plan=QK_NORM_GRADS,
     presets="config.json of google/gemma-3-1b-pt, and the text_config of google/gemma-3-4b-pt, "
             "google/gemma-3-12b-pt, google/gemma-3-27b-pt"))

@@ -44,7 +44,7 @@ Not modelled, refused in one line naming the key: bidirectional attention over e
 ([('sliding', 'model', False, 5), (None, 'own', True, 2)], (1, 64))
 """
 from symllm.arch.families.gemma import GEMMA3_TEXT, softcap
-from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, flag, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
 from symllm.validate import short
@@ -157,5 +157,7 @@ GEMMA4_TEXT = register(GEMMA3_TEXT.extend(
     "gemma4_text", fields=_fields, wrappers=("gemma4",), defaults=_DEFAULTS,
     models=(*GEMMA3_TEXT.models, "num_experts", "moe_intermediate_size"),
     names={**GEMMA3_TEXT.names, "n_experts": "num_experts", "experts_per_token": "top_k_experts"},
+    # Gemma4TextRouter's softmax(..., dtype=torch.float32), its top-k weights times per_expert_scale: fp32
+    routing_weights="fp32", tp_plan=QK_NORM_GRADS,
     presets="the text_config of google/gemma-4-26B-A4B-it's config.json, and of nvidia/Gemma-4-31B-IT-NVFP4's "
             "(NVIDIA's quantized google/gemma-4-31B-it, whose own config.json was not found whole)"))

@@ -61,4 +61,5 @@ GPT_OSS = register(MIXTRAL.extend(
     # experts each whole (--expert-tp whole under --engine hf; its base_model_ep_plan shards them, each whole, over
     # expert-parallel ranks: grouped_gemm)
     tp_plan={"embedding": "replicated", "attention": "whole", "experts": "whole"},
+    routing_weights=None,  # GptOssTopKRouter's softmax in the logits' dtype (Mixtral's are fp32)
     presets="config.json of openai/gpt-oss-20b, openai/gpt-oss-120b (without its MXFP4 quantization_config)"))

@@ -28,8 +28,8 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
-__all__ = ["Family", "register", "registry", "family_of", "read", "integer", "flag", "indices", "groups",
-           "rotary_factor", "local_experts", "type_list",
+__all__ = ["Family", "QK_NORM_GRADS", "register", "registry", "family_of", "read", "integer", "flag", "indices",
+           "groups", "rotary_factor", "local_experts", "type_list",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -140,6 +140,14 @@ class Family:
     #: the model out by (:attr:`symllm.arch.config.ModelConfig.tp_plan`). None: transformers has no plan for it
     #: (``tp_size`` above 1 is refused there: ``--engine hf --tp`` above 1 is refused here)
     tp_plan: dict | None = field(default_factory=dict)
+    #: the dtype transformers' router for this family hands the routed experts their routing weights in, as its
+    #: modelling code computes them (read in transformers 5.23's models/*/modeling_*.py; tests/test_hf_plans.py
+    #: runs each family's router to check): None, the hidden states' (Qwen's, cast back); "fp32", computed and left in
+    #: fp32 (DeepSeek-V3's ``DeepseekV3TopkRouter``: ``F.linear(hidden_states.type(torch.float32), ...)``; Mixtral's
+    #: softmax in fp32); "none", the experts take none (Llama 4's ``Llama4TextExperts.forward(hidden_states)``, its
+    #: input scaled by the router's scores before them). What ``--engine hf`` all-reduces the gradient of
+    #: (:attr:`symllm.arch.components.Rules.routing`); inherited by :meth:`extend`
+    routing_weights: str | None = None
 
     def extend(self, model_type: str, **changes) -> Family:
         """A family for ``model_type`` that differs from this one only by ``changes`` (each a field, replaced
@@ -161,6 +169,13 @@ class Family:
             raise SymllmError(f"{unknown[0]}: not a field of Family")
         own = {"wrappers": (), "aliases": (), "typed": (), "outer": {}, "tp_plan": {}}  # a plan is its class's own
         return replace(self, model_type=model_type, **{**own, **changes})
+
+
+#: transformers' plan's entries for a per-head QK-norm whose weight every rank holds and whose gradient the ranks
+#: all-reduce (``replicated_with_grad_allreduce`` on ``layers.*.self_attn.q_norm`` and ``k_norm``: transformers
+#: 5.23's Qwen3, Qwen3-MoE, Qwen3-Next, Qwen3.5, Gemma 3, Gemma 4, EXAONE 4 and Laguna configuration classes; not
+#: GLM-4.5's, OLMo 2's or MiniMax-M2's, whose QK-norms its plans leave out): each family's ``tp_plan`` names them
+QK_NORM_GRADS = {"q_norm": "grad_reduced", "k_norm": "grad_reduced"}
 
 
 _REGISTRY: dict[str, Family] = {}
@@ -444,6 +459,6 @@ def _fields(raw: dict, family: Family) -> dict:
     for key in family.reads:
         out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
-    if family.tp_plan != {}:  # its own plan (or none) under --engine hf
-        out["tp_plan"] = family.model_type
+    if family.tp_plan != {} or family.routing_weights is not None:  # its own plan (or none), or its routing
+        out["tp_plan"] = family.model_type  # weights' own dtype, under --engine hf
     return out

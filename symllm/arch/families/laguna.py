@@ -26,7 +26,7 @@ experts, with what Laguna changes:
 ([('model', 'dense', 1), ('own', 'moe', 1), ('model', 'moe', 1)], 64, 'head', 0.5)
 """
 from symllm.arch.families import hf
-from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, flag, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen3_moe import QWEN3_MOE
 from symllm.errors import SymllmError
@@ -127,5 +127,6 @@ LAGUNA = register(QWEN3_MOE.extend(
             "mlp_layer_types", "num_attention_heads_per_layer", "gating", "partial_rotary_factor",
             "moe_apply_router_weight_on_input"),
     names={**QWEN3_MOE.names, "alt_heads": "num_attention_heads_per_layer", "gate_proj": "gating"},
+    tp_plan=QK_NORM_GRADS,
     presets="config.json of poolside/Laguna-XS.2-FP8 (its quantization_config left out; the BF16 "
             "poolside/Laguna-XS.2's was not found whole)"))

@@ -63,4 +63,7 @@ LLAMA4 = register(LLAMA.extend(
     layer_types=("full_attention", "chunked_attention"),
     models=("num_local_experts", "num_experts_per_tok", "interleave_moe_layer_step", "moe_layers",
             "attention_chunk_size", "use_qk_norm", "no_rope_layers", "no_rope_layer_interval"),
+    # Llama4TextMoe scales the experts' input by the router's scores; Llama4TextExperts.forward(hidden_states) takes
+    # no routing weights (transformers 5.23 models/llama4/modeling_llama4.py)
+    routing_weights="none",
     presets="the text_config of meta-llama/Llama-4-Scout-17B-16E and meta-llama/Llama-4-Maverick-17B-128E config.json"))

@@ -39,4 +39,7 @@ MISTRAL = register(LLAMA.extend(
 MIXTRAL = register(MISTRAL.extend(
     "mixtral", fields=_mixtral,
     defaults={"num_key_value_heads": 8, "sliding_window": None, "num_local_experts": 8, "num_experts_per_tok": 2},
-    models=("num_local_experts", "num_experts_per_tok")))
+    models=("num_local_experts", "num_experts_per_tok"),
+    # MixtralTopKRouter's softmax(router_logits.float()), its top-k weights not cast back (transformers 5.23
+    # models/mixtral/modeling_mixtral.py)
+    routing_weights="fp32"))

@@ -165,6 +165,8 @@ NEMOTRON_H = register(Family(
     # mixers, the attention, the MLPs, the shared expert and the lm_head are whole on every rank
     tp_plan={"lm_head": "replicated", "mamba": "whole", "attention": "whole", "feed_forward": "whole",
              "shared_experts": "whole"},
+    # NemotronHTopkRouter's sigmoid of fp32 logits (router_logits.type(torch.float32)): fp32 routing weights
+    routing_weights="fp32",
     presets="config.json of nvidia/Nemotron-H-8B-Base-8K (as TensorRT-LLM's tests copy it), "
             "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, nvidia/Nemotron-H-56B-Base-8K and "
             "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 (the FP8 checkpoint's; the others: no citable copy of "

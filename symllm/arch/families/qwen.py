@@ -10,7 +10,7 @@ derived: layer ``max_window_layers`` on).
 >>> [(k.window, count) for k, count in _window({"use_sliding_window": True, "max_window_layers": 2}, 4)["layers"]]
 [(None, 2), ('sliding', 2)]
 """
-from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, flag, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.mistral import MISTRAL
 
@@ -45,4 +45,4 @@ QWEN2 = register(MISTRAL.extend("qwen2", fields=_fields, qkv_bias=True, defaults
                                 layer_types=("full_attention", "sliding_attention")))
 #: Qwen2 with Qwen3's per-head QK-norm, attention_bias read in place of the fixed q/k/v biases, head_dim 128
 QWEN3 = register(QWEN2.extend("qwen3", qkv_bias=False, reads=("attention_bias",), qk_norm="rmsnorm",
-                              defaults={"num_key_value_heads": 32, "head_dim": 128}))
+                              defaults={"num_key_value_heads": 32, "head_dim": 128}, tp_plan=QK_NORM_GRADS))

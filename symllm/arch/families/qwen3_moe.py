@@ -17,7 +17,7 @@ config.json state them): true, false and 0, what it builds, are accepted; anothe
 >>> [(k.ffn, count) for k, count in f["layers"]], f["hidden_dim"], f["dense_hidden_dim"]
 ([('dense', 1), ('moe', 2)], 16, 64)
 """
-from symllm.arch.families.hf import flag, groups, integer, register
+from symllm.arch.families.hf import QK_NORM_GRADS, flag, groups, integer, register
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen import QWEN3
 from symllm.arch.families.qwen2_moe import moe_layers
@@ -65,4 +65,5 @@ QWEN3_MOE = register(QWEN3.extend(
             "decoder_sparse_step", "mlp_only_layers", "use_qk_norm"),
     names={"hidden_dim": "moe_intermediate_size", "dense_hidden_dim": "intermediate_size",
            "n_experts": "num_experts", "experts_per_token": "num_experts_per_tok"},
+    tp_plan=QK_NORM_GRADS,
     presets="config.json of Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B, Qwen/Qwen3-Coder-480B-A35B-Instruct"))

@@ -22,7 +22,7 @@ SwiGLU) and a norm, the embedding and head the model's (``mtp_use_dedicated_embe
 >>> [(k.mixer, k.ffn, n) for k, n in f["layers"]], f["linear_value_heads"]
 ([('linear_attention', 'moe', 3), ('attention', 'moe', 1)], 32)
 """
-from symllm.arch.families.hf import flag, groups, indices, integer, register, rotary_factor
+from symllm.arch.families.hf import QK_NORM_GRADS, flag, groups, indices, integer, register, rotary_factor
 from symllm.arch.layers import LayerKind
 from symllm.arch.families.qwen2_moe import QWEN2_MOE
 from symllm.arch.recurrent_sizes import stated_state_dtype
@@ -124,7 +124,7 @@ _MOE_KEYS = ("num_experts", "num_experts_per_tok", "moe_intermediate_size", "par
 #: the gated norm) runs whole on every rank, every head's recurrent and convolution state with it
 _PLAN = {"conv1d": "whole", "decay": "whole", "delta_rule": "whole", "linear_attention.norm": "whole",
          **{name: "gathered" for name in ("in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b",
-                                          "in_proj_a", "linear_attention.out_proj")}}
+                                          "in_proj_a", "linear_attention.out_proj")}, **QK_NORM_GRADS}
 
 #: Qwen2-MoE's experts and gated shared expert, with Gated DeltaNet layers beside gated full attention (its
 #: fields: the per-head QK-norm, (1 + weight) norms, a partial rotary), attention_bias read in place of the
