@@ -380,10 +380,10 @@ def test_mla_pairs_against_comm_debug_mode():
                                      ("all_reduce", b * s * r_q)]
     # the pairs kept for MLA: one reduce-scatter (proj_fprop) and one all-gather (proj_dgrad), both d wide, which the
     # count runs once each for the block under DTensor with sequence parallelism
-    from symllm.arch.symbols import d as D
+    from symllm.arch.symbols import beta_a, d as D
     from symllm.costs.collectives import _sized
     counted, _ = _sized(Component("block", children=(latent.latent_attention(),)), True, False, "split", "dtensor")
-    assert counted["all_gather", D] == counted["reduce_scatter", D] == 1
+    assert counted["all_gather", D, beta_a] == counted["reduce_scatter", D, beta_a] == 1
     kept = tp_overlap.pairs(tp_overlap.in_model(TORCHTITAN, True, ("r_kv",)))
     assert sorted(tp_overlap.PAIRS[n] for n in kept) == ["all_gather", "reduce_scatter"]
 
