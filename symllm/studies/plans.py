@@ -414,7 +414,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     timed = args if training else {**{sym.name: v for sym, v in numbered.values(  # a serving row's step: one token
         spc, served_by.decode_point(work)).items()}, **{k: args[k] for k in ("N_t", "N_p", "N_d", "N_e", "b", "n_kv")}}
     fit_peak = np.zeros(n, dtype=object)
-    seconds = np.zeros(n)
+    seconds, low = np.zeros(n), np.zeros(n)  # the bound, and (training) a floor of the expected step (ranks.floors)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
@@ -444,6 +444,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
             sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs])
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
+            low[at] = ranks.floors(work, times, worst, [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]],
+                                   sub["b"] * work.seq, sub["N_e"], base)
         else:
             seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None
@@ -486,10 +488,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     figure_names = list(figures)
     rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
+    floor = dict(zip(map(id, rows), low[kept].tolist()))  # each row's floor, by the row (sorted next)
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
-    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at))
+    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at),
+                      floor=lambda r: floor[id(r)])
     for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
         load = served_by.under_load(spc.config, work, r["tp"], r["batch"], out.engine, workload_at, serve) if (
             not training and r.get("ep") == r["pp"] == 1 and r["tp"] in out.sequences and work.gen) else None
@@ -569,7 +573,9 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     if training:
         comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
-                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
+                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},  # and ranks.floors' terms
+                   floors=tuple(tuple(st[k] for k in ("training_core_flops", "training_expert_flops", "expert_active",
+                                                     "expert_params", "expert_layers")) for st in terms["stages"]),
                    handoff=terms["training_handoff"])
     else:
         out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
