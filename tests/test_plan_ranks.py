@@ -60,6 +60,34 @@ def test_training_plan_ranks_its_best_rows_by_workloads_expected_step():
     assert rest == sorted(rest) and not any("expected" in r for r in p.rows[k:])
 
 
+@pytest.mark.parametrize("model, options", [
+    ("qwen3-30b-a3b", {}),  # 128 routed experts, Megatron's dropless layers synced: the MoE floors
+    ("llama3.1-8b", {"tp_overlap": True, "engine": "torchtitan"}),  # a dense model, its blocks' collectives overlapped
+])
+def test_plans_ranking_is_every_rows_expected_step_sorted(monkeypatch, model, options):
+    """The pruning never drops the true best: on 8 H100s, global batch 8 x 4,096, workload()'s expected step at
+    every fitting layout (count's door, one row at a time, none skipped), sorted (ties in the bound's order), gives
+    the plan's best ten rows, the same layouts in the same order; every row's floor (ranks.floors, by which plan
+    passes a row over unread) is at or below that step; and plan read fewer rows than fit."""
+    opts = {"gpu": "h100-sxm", "seq": 4096, **options}
+    seen, read = {}, []
+    real = ranks.rank
+
+    def spy(rows, training, expect, best=ranks.EXPECTED_ROWS, floor=None):
+        seen.update(rows=list(rows), floor=floor)  # the bound's order, as plan hands them over
+        return real(rows, training, lambda r: read.append(r) or expect(r), best, floor)
+    monkeypatch.setattr(ranks, "rank", spy)
+    p = plans.plan(model, 8, training=True, global_batch=8, **opts)
+    k, layout = ranks.EXPECTED_ROWS, (lambda r: tuple(r[c] for c in plans._KEYS))
+    steps = [_expected_step(model, r, opts) for r in seen["rows"]]
+    for r, step in zip(seen["rows"], steps):
+        assert seen["floor"](r) <= step * (1 + 1e-12), layout(r)
+    best = sorted(range(len(steps)), key=lambda i: (steps[i], i))[:k]
+    assert [layout(seen["rows"][i]) for i in best] == [layout(r) for r in p.rows[:k]]
+    assert all(math.isclose(r["expected"]["training_step_s"], steps[i], rel_tol=1e-12) for r, i in zip(p.rows, best))
+    assert k <= len(read) < len(seen["rows"])
+
+
 def test_the_70b_plan_on_32_h100s_puts_the_best_expected_step_first(cli):
     """The issue's case: `plan llama3.1-70b --gpus 32xh100-sxm --train --tp-overlap`. By the bound tp 4 pp 4 came
     first (1.33 s) though expected at 2.09 s; ranked by the expected step, the first row is count's best expected

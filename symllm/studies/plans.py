@@ -402,8 +402,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kept_points = {}  # each workload point the engine's figures read, evaluated once (serving.capacity, traffic)
 
     def workload_at(point: Workload) -> dict:
-        if point not in kept_points:
-            kept_points[point] = costs.workload(spc, point)
+        if point not in kept_points:  # (training: only the ranking reads them, no largest batch searched)
+            kept_points[point] = costs.workload(spc, point, largest=not training)
         return kept_points[point]
 
     base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
@@ -438,11 +438,11 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
             # (interleaved over v chunks a stage, m + (N_p - 1)/v: schedules.bubble)
             stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
-            runs = [(int(p_), int(a_)) for p_, a_ in zip(pp, cols["accum"][at])]
+            runs, where = np.unique(np.stack([sub["N_p"], cols["accum"][at]], axis=1), axis=0, return_inverse=True)
             times = np.array([float(a_ * (1 + bubble(p_, a_, work.schedule, work.virtual_stages))) if a_ else 0.0
-                              for p_, a_ in runs])  # (accum 0: dp does not divide the global batch, dropped)
+                              for p_, a_ in runs.tolist()])[where.reshape(-1)]  # (accum 0: dp does not divide, dropped)
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
-            sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs])
+            sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs.tolist()])[where.reshape(-1)]
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
             low[at] = ranks.floors(work, times, worst, [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]],
                                    sub["b"] * work.seq, sub["N_e"], base)
@@ -455,7 +455,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
     reason = np.full(n, "", dtype=object)
-    text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch, engine=out.engine)
+    text = {k: v.format(capacity=f"{capacity / 2 ** 30:g} GiB", global_batch=global_batch, engine=out.engine)
             for k, v in REASONS.items()}
     reason[~fits] = text[kind]
     if served is not None:  # a replica its engine serves: the batches its KV cache holds (count --serve's)
@@ -596,7 +596,3 @@ def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
 
 def _int(value):
     return int(value) if not hasattr(value, "denominator") or value.denominator == 1 else value
-
-
-def _gib(capacity: int) -> str:
-    return f"{capacity / 2 ** 30:g} GiB"

@@ -118,7 +118,8 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=No
     bound), then the others in the bound's order (no expected time). Exact: every expected time is at or above its
     bound, so once a row's bound is past the ``best``-th expected time found, none from it on can be faster (module
     docstring); ``floor(row)``, training only: a lower bound of the row's expected step (:func:`floors`; at most its
-    bound where it has no expected figure), a row whose floor is past that time already is not read.
+    bound where it has no expected figure): the rows are read by the larger of the two instead, until it is past
+    that time.
 
     >>> rows = [{"step_s": 1.0, "e": 3.0}, {"step_s": 1.5, "e": 1.6}, {"step_s": 2.0, "e": 2.1}, {"step_s": 4, "e": 5}]
     >>> seen = []
@@ -137,13 +138,15 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=No
         return list(rows)
     timed = []  # (its expected figure signed: less is better, its bound's order, the row)
     kept = []  # the best signed figures found, negated (a heap: its first the best-th, the worst of them)
-    for i, row in enumerate(rows):
-        if len(kept) >= best:
-            worst = -kept[0]
-            if sign * row[bound] * (1 - sign * _ROUNDING) > worst:
-                break  # its bound, and every later row's, is past the best expected times: none of them ranks above
-            if training and floor is not None and floor(row) * (1 - _ROUNDING) > worst:
-                continue  # its expected time is at least its floor: past them too, not read
+    low = [sign * row[bound] * (1 - sign * _ROUNDING) for row in rows]  # the least each row's figure can be
+    order = range(len(rows))  # the bound's order; with floors, by the larger of the two (the best rows come sooner)
+    if training and floor is not None:
+        low = [max(x, floor(row) * (1 - _ROUNDING)) for x, row in zip(low, rows)]
+        order = sorted(order, key=low.__getitem__)
+    for i in order:
+        if len(kept) >= best and low[i] > -kept[0]:
+            break  # its least, and every later row's, is past the best expected times: none of them ranks above
+        row = rows[i]
         row["expected"] = expect(row)
         timed.append((sign * row["expected"].get(key, row[bound]), i))  # no expected figure: its bound stands in
         heapq.heappush(kept, -timed[-1][0])
