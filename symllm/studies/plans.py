@@ -415,6 +415,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         spc, served_by.decode_point(work)).items()}, **{k: args[k] for k in ("N_t", "N_p", "N_d", "N_e", "b", "n_kv")}}
     fit_peak = np.zeros(n, dtype=object)
     seconds, low = np.zeros(n), np.zeros(n)  # the bound, and (training) a floor of the expected step (ranks.floors)
+    etas = {}  # (the experts' GEMM efficiencies the floors read, by their rows)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
@@ -444,8 +445,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
             sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs.tolist()])[where.reshape(-1)]
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
-            low[at] = ranks.floors(work, times, worst, [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]],
-                                   sub["b"] * work.seq, sub["N_e"], base)
+            terms = [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]]  # (ranks.floors')
+            low[at] = ranks.floors(work, times, worst, terms, sub["b"] * work.seq, sub["N_e"], base, etas)
         else:
             seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None

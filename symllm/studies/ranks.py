@@ -13,6 +13,7 @@ is past them already is passed over unread: its expected time cannot rank among 
 from __future__ import annotations
 
 import heapq
+from fractions import Fraction
 
 import numpy as np
 
@@ -54,21 +55,22 @@ def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
     return {k: e[k] for k in keys if k in e}
 
 
-def floors(work: Workload, runs, flops, stages, rows, ep, values: dict) -> np.ndarray:
+def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: dict | None = None) -> np.ndarray:
     """A lower bound of each training row's expected step (:func:`symllm.costs.efficiency.expected`), over plan's
     rows at once (floats): ``runs`` (its micro-batches' runs through the pipeline, ``m·(1 + bubble)``) times the
     least its busiest stage's GEMMs take, ``(F - E - C) / (η_large·f·P) + E / (η(M·k/n_e)·f·P)``: ``flops`` ``F``
     its training FLOPs; ``stages``, each stage's ``(core, experts, active, params, moe_layers)`` arrays, ``C`` the
     largest core (attention runs its own kernels, of no negative time), ``E`` the routed experts' FLOPs of the
     stage expected reads them from (the least of the stages' bounds is kept), at the GEMM efficiency of their
-    ``rows · active / params`` token rows (their grouped GEMMs reach at most that:
-    :func:`symllm.costs.efficiency.grouped_gemm`); ``η_large`` :func:`symllm.costs.efficiency.gemm` at 16,384 rows,
-    ``f`` :func:`symllm.costs.efficiency.step_factor`, ``P`` the peak (``values``: plan's numbers by name). Under an
-    engine that syncs its dropless MoE layers over ``ep > 1`` ranks, a stage's experts take at least their layers'
-    floor and the micro-batch at least the host's launches (:mod:`symllm.costs.moe_training`). Every other term of
-    the expected step (collectives, hand-offs, exposed data-parallel traffic, the optimizer's passes, the MoE
+    ``rows · active / params`` token rows (in a MoE layer their grouped GEMMs' at their widths, as expected reads
+    them: :func:`symllm.costs.efficiency.grouped_gemm`); ``η_large`` :func:`symllm.costs.efficiency.gemm` at 16,384
+    rows, ``f`` :func:`symllm.costs.efficiency.step_factor`, ``P`` the peak (``values``: plan's numbers by name).
+    Under an engine that syncs its dropless MoE layers over ``ep > 1`` ranks, a stage's experts take at least their
+    layers' floor and the micro-batch at least the host's launches (:mod:`symllm.costs.moe_training`). Every other
+    term of the expected step (collectives, hand-offs, exposed data-parallel traffic, the optimizer's passes, the MoE
     layers' passes) is non-negative; zeros (no bound) under ``--compute-dtype fp8`` (its bf16 GEMMs at their own
-    peak) and op checkpointing.
+    peak) and op checkpointing. ``kept``: what it read of efficiency.json by the rows' shapes, kept between calls
+    (one plan's).
 
     >>> from symllm.costs.workloads import Workload
     >>> one = np.array([1.0]); dense = [(one * 0, one * 0, one * 0, one * 0, one * 0)]   # no core, no experts
@@ -91,20 +93,28 @@ def floors(work: Workload, runs, flops, stages, rows, ep, values: dict) -> np.nd
     large = float(efficiency.gemm(dtype, 16384, rated))
     core = np.max([st[0] for st in stages], axis=0)
     layers = np.max([st[4] for st in stages], axis=0).astype(np.int64)
-    syncs = bool(engine_for(work.engine, "training").get("moe_host_syncs")) and all(
-        x in values for x in ("d", "d_ff", "n_e", "k", "beta_a"))  # (expected's MoE terms need the widths)
-    synced = (ep > 1) & (layers > 0) & syncs
-    host = {} if not synced.any() else {  # (moe layers, ep) -> the layers' floor, the host's launches
-        (int(a), int(e)): [float(f(moe_layers=int(a), n_e=values["n_e"], ep=int(e), fp8=False))
-                           for f in (moe_layer_floor_s, moe_host_launch_s)]
-        for a, e in set(zip(layers[synced].tolist(), ep[synced].tolist()))}
-    floor, launch = (np.array([host.get((a, e), (0.0, 0.0))[j] for a, e in zip(layers.tolist(), ep.tolist())])
-                     for j in (0, 1))
+    moe = (layers > 0) & all(x in values for x in ("d", "d_ff", "n_e", "k", "beta_a"))  # expected's MoE terms
+    synced = moe & (ep > 1) & bool(engine_for(work.engine, "training").get("moe_host_syncs"))
+    kept = {} if kept is None else kept
+
+    def host(a: int, e: int) -> tuple:  # a micro-batch's synced MoE layers: their floor, the host's launches
+        if ("host", a, e) not in kept:
+            kept["host", a, e] = tuple(float(f(moe_layers=a, n_e=values["n_e"], ep=e, fp8=False))
+                                       for f in (moe_layer_floor_s, moe_host_launch_s))
+        return kept["host", a, e]
+
+    def eta(m, grouped: bool) -> float:  # the experts' GEMMs of m rows: grouped at their widths in a MoE layer
+        if ("eta", m, grouped) not in kept:
+            kept["eta", m, grouped] = float(efficiency.grouped_gemm(
+                dtype, m, (values["d"], values["d_ff"], m), Fraction(peak, values["B_mem"]), rated) if grouped
+                else efficiency.gemm(dtype, m, rated))
+        return kept["eta", m, grouped]
+    floor, launch = np.array([host(a, e) if s else (0.0, 0.0) for a, e, s in zip(
+        layers.tolist(), ep.tolist(), synced.tolist())]).reshape(-1, 2).T
     least = None
     for _, experts, active, params, _ in stages:
         m = rows * np.where(params > 0, active / np.where(params > 0, params, 1), 1.0)
-        eta = {x: float(efficiency.gemm(dtype, x, rated)) for x in set(m.tolist())}
-        routed = experts / (np.array([eta[x] for x in m.tolist()]) * rate)
+        routed = experts / (np.array([eta(x, g) for x, g in zip(m.tolist(), (moe & (experts > 0)).tolist())]) * rate)
         routed = np.where(synced & (experts > 0), np.maximum(routed, floor), routed)
         low = np.maximum((flops - experts - core) / (large * rate) + routed, np.where(synced, launch, 0.0))
         least = low if least is None else np.minimum(least, low)
