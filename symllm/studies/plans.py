@@ -446,7 +446,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs.tolist()])[where.reshape(-1)]
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
             terms = [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]]  # (ranks.floors')
-            low[at] = ranks.floors(work, times, worst, terms, sub["b"] * work.seq, sub["N_e"], base, etas)
+            low[at] = ranks.floors(work.replace(recompute=rec), times, worst, terms, sub["b"] * work.seq, sub["N_e"],
+                                   base, etas)
         else:
             seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None

@@ -65,12 +65,13 @@ def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: di
     ``rows · active / params`` token rows (in a MoE layer their grouped GEMMs' at their widths, as expected reads
     them: :func:`symllm.costs.efficiency.grouped_gemm`); ``η_large`` :func:`symllm.costs.efficiency.gemm` at 16,384
     rows, ``f`` :func:`symllm.costs.efficiency.step_factor`, ``P`` the peak (``values``: plan's numbers by name).
-    Under an engine that syncs its dropless MoE layers over ``ep > 1`` ranks, a stage's experts take at least their
-    layers' floor and the micro-batch at least the host's launches (:mod:`symllm.costs.moe_training`). Every other
-    term of the expected step (collectives, hand-offs, exposed data-parallel traffic, the optimizer's passes, the MoE
-    layers' passes) is non-negative; zeros (no bound) under ``--compute-dtype fp8`` (its bf16 GEMMs at their own
-    peak) and op checkpointing. ``kept``: what it read of efficiency.json by the rows' shapes, kept between calls
-    (one plan's).
+    A MoE layer's experts add its permutations' and router's passes (:func:`symllm.costs.moe_training.moe_training_s`
+    without its all-to-alls); under an engine that syncs its dropless MoE layers over ``ep > 1`` ranks, they take at
+    least the layers' floor and the micro-batch at least the host's launches (:mod:`symllm.costs.moe_training`).
+    Every other term of the expected step (collectives, hand-offs, exposed data-parallel traffic, the optimizer's
+    passes, the attention core) is non-negative. ``work``: the rows' recomputation among the plan's workload; zeros
+    (no bound) under ``--compute-dtype fp8`` (its bf16 GEMMs at their own peak) and op checkpointing. ``kept``: what
+    it read of efficiency.json by the rows' shapes, kept between calls (one plan's).
 
     >>> from symllm.costs.workloads import Workload
     >>> one = np.array([1.0]); dense = [(one * 0, one * 0, one * 0, one * 0, one * 0)]   # no core, no experts
@@ -82,7 +83,7 @@ def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: di
     from symllm.costs import efficiency
     from symllm.costs.accelerators import gpu
     from symllm.costs.figures import engine_for
-    from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s
+    from symllm.costs.moe_training import moe_host_launch_s, moe_layer_floor_s, moe_training_s
     dtype = work.matmul_dtype
     if dtype == "fp8" or work.recompute == "op":
         return np.zeros(len(runs))
@@ -109,12 +110,23 @@ def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: di
                 dtype, m, (values["d"], values["d_ff"], m), Fraction(peak, values["B_mem"]), rated) if grouped
                 else efficiency.gemm(dtype, m, rated))
         return kept["eta", m, grouped]
+    named = efficiency.card(work)
+    rate_mem = efficiency.stream(kind=efficiency.memory_kind(named) if named else None) * values["B_mem"]
+
+    def passes(a: int, r: int) -> float:  # a micro-batch's MoE layers' permutations and router (no all-to-all)
+        if ("passes", a, r) not in kept:
+            kept["passes", a, r] = float(sum(moe_training_s(
+                layers=a, rows=r, k=values["k"], d=values["d"], n_e=values["n_e"], act_bytes=values["beta_a"],
+                rate=rate_mem, recompute=work.recompute == "full").values()))
+        return kept["passes", a, r]
     floor, launch = np.array([host(a, e) if s else (0.0, 0.0) for a, e, s in zip(
         layers.tolist(), ep.tolist(), synced.tolist())]).reshape(-1, 2).T
     least = None
     for _, experts, active, params, _ in stages:
         m = rows * np.where(params > 0, active / np.where(params > 0, params, 1), 1.0)
-        routed = experts / (np.array([eta(x, g) for x, g in zip(m.tolist(), (moe & (experts > 0)).tolist())]) * rate)
+        grouped = (moe & (experts > 0)).tolist()
+        routed = experts / (np.array([eta(x, g) for x, g in zip(m.tolist(), grouped)]) * rate) + np.array(
+            [passes(a, r) if g else 0.0 for a, r, g in zip(layers.tolist(), rows.tolist(), grouped)])
         routed = np.where(synced & (experts > 0), np.maximum(routed, floor), routed)
         low = np.maximum((flops - experts - core) / (large * rate) + routed, np.where(synced, launch, 0.0))
         least = low if least is None else np.minimum(least, low)
