@@ -176,3 +176,17 @@ def test_plans_serving_row_is_count_serves_answer_with_the_same_options(cli):
                            "--concurrency", str(best["batch"])]).out)["serving"]["load"]
     for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
         assert math.isclose(best["load"][k], load[k], rel_tol=1e-9), k
+
+
+def test_a_workload_without_the_largest_batch_search_keeps_every_other_answer():
+    """workload(largest=False), what plan's ranking reads at each row: the same time group, expected times and all,
+    less the largest batch, context and sequence that fit (a search each), for a mixture at a layout and a dense
+    model on one GPU."""
+    searched = {"max_batch", "max_context", "training_max_batch", "training_max_seq", "max_context_past_window"}
+    for model, layout in (("qwen3-30b-a3b", dict(tp=2, dp=4, ep=4, zero_stage=2, micro_batches=2)),
+                          ("llama3.1-8b", {})):
+        full = symllm.workload(model, gpu="h100-sxm", seq=4096, **layout)
+        lean = symllm.workload(model, gpu="h100-sxm", seq=4096, largest=False, **layout)
+        assert searched <= set(full["time"]) and not searched & set(lean["time"])
+        assert lean["time"] == {k: v for k, v in full["time"].items() if k not in searched}
+        assert {k: v for k, v in lean.items() if k != "time"} == {k: v for k, v in full.items() if k != "time"}
