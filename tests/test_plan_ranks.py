@@ -60,6 +60,34 @@ def test_training_plan_ranks_its_best_rows_by_workloads_expected_step():
     assert rest == sorted(rest) and not any("expected" in r for r in p.rows[k:])
 
 
+@pytest.mark.parametrize("model, options", [
+    ("qwen3-30b-a3b", {}),  # 128 routed experts, Megatron's dropless layers synced: the MoE floors
+    ("llama3.1-8b", {"tp_overlap": True, "engine": "torchtitan"}),  # a dense model, its blocks' collectives overlapped
+])
+def test_plans_ranking_is_every_rows_expected_step_sorted(monkeypatch, model, options):
+    """The pruning never drops the true best: on 8 H100s, global batch 8 x 4,096, workload()'s expected step at
+    every fitting layout (count's door, one row at a time, none skipped), sorted (ties in the bound's order), gives
+    the plan's best ten rows, the same layouts in the same order; every row's floor (ranks.floors, by which plan
+    passes a row over unread) is at or below that step; and plan read fewer rows than fit."""
+    opts = {"gpu": "h100-sxm", "seq": 4096, **options}
+    seen, read = {}, []
+    real = ranks.rank
+
+    def spy(rows, training, expect, best=ranks.EXPECTED_ROWS, floor=None):
+        seen.update(rows=list(rows), floor=floor)  # the bound's order, as plan hands them over
+        return real(rows, training, lambda r: read.append(r) or expect(r), best, floor)
+    monkeypatch.setattr(ranks, "rank", spy)
+    p = plans.plan(model, 8, training=True, global_batch=8, **opts)
+    k, layout = ranks.EXPECTED_ROWS, (lambda r: tuple(r[c] for c in plans._KEYS))
+    steps = [_expected_step(model, r, opts) for r in seen["rows"]]
+    for r, step in zip(seen["rows"], steps):
+        assert seen["floor"](r) <= step * (1 + 1e-12), layout(r)
+    best = sorted(range(len(steps)), key=lambda i: (steps[i], i))[:k]
+    assert [layout(seen["rows"][i]) for i in best] == [layout(r) for r in p.rows[:k]]
+    assert all(math.isclose(r["expected"]["training_step_s"], steps[i], rel_tol=1e-12) for r, i in zip(p.rows, best))
+    assert k <= len(read) < len(seen["rows"])
+
+
 def test_the_70b_plan_on_32_h100s_puts_the_best_expected_step_first(cli):
     """The issue's case: `plan llama3.1-70b --gpus 32xh100-sxm --train --tp-overlap`. By the bound tp 4 pp 4 came
     first (1.33 s) though expected at 2.09 s; ranked by the expected step, the first row is count's best expected
@@ -148,3 +176,17 @@ def test_plans_serving_row_is_count_serves_answer_with_the_same_options(cli):
                            "--concurrency", str(best["batch"])]).out)["serving"]["load"]
     for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
         assert math.isclose(best["load"][k], load[k], rel_tol=1e-9), k
+
+
+def test_a_workload_without_the_largest_batch_search_keeps_every_other_answer():
+    """workload(largest=False), what plan's ranking reads at each row: the same time group, expected times and all,
+    less the largest batch, context and sequence that fit (a search each), for a mixture at a layout and a dense
+    model on one GPU."""
+    searched = {"max_batch", "max_context", "training_max_batch", "training_max_seq", "max_context_past_window"}
+    for model, layout in (("qwen3-30b-a3b", dict(tp=2, dp=4, ep=4, zero_stage=2, micro_batches=2)),
+                          ("llama3.1-8b", {})):
+        full = symllm.workload(model, gpu="h100-sxm", seq=4096, **layout)
+        lean = symllm.workload(model, gpu="h100-sxm", seq=4096, largest=False, **layout)
+        assert searched <= set(full["time"]) and not searched & set(lean["time"])
+        assert lean["time"] == {k: v for k, v in full["time"].items() if k not in searched}
+        assert {k: v for k, v in lean.items() if k != "time"} == {k: v for k, v in full.items() if k != "time"}

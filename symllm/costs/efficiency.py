@@ -105,7 +105,7 @@ from symllm.costs.tiles import attention_kernel, attention_prefill, tile
 from symllm.costs.utilisation import of_peak
 
 __all__ = ["ENGINES", "gemm", "grouped_gemm", "stream", "memory_kind", "fp16_accumulate_peak",
-           "f16_gemv_factor", "train_factor", "expected", "seconds"]
+           "f16_gemv_factor", "train_factor", "step_factor", "expected", "seconds"]
 
 
 def __getattr__(name):  # ENGINES: read on first use
@@ -237,6 +237,27 @@ def train_factor(factor, d=None, ridge=None) -> Fraction:
         ref_ridge = _x(ref["bf16_tflops"]) * 1000 / _x(ref["bandwidth_gb_s"])  # FLOP a byte
         x *= 1 - share + share * Fraction(ridge) / ref_ridge
     return 1 / (1 + x)
+
+
+def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None) -> Fraction:
+    """The fraction of the large-GEMM rate (:func:`gemm` at 16,384 rows) a training step's GEMMs keep, what
+    :func:`expected` divides a step's GEMM FLOPs by: the workload's training engine's ``train_factor``, read on the
+    step less its attention core (``attention_tiles.train_basis``), at width ``d`` on the card's ridge (its
+    ``bf16_peak``, else ``peak``, over ``bandwidth``: :func:`train_factor`); under a power limit the GEMMs' share of
+    the step slows, the rest (memory-bound passes) does not: ``1 / (1/capped + 1/factor - 1)``
+    (:func:`symllm.costs.power.power_fraction`).
+
+    >>> from symllm.costs.workloads import Workload
+    >>> step_factor(Workload(gpu="h100-sxm"), 4096), round(float(step_factor(Workload(gpu="h100-sxm", power_cap=500),
+    ...                                                                      4096)), 4)
+    (Fraction(1929, 2500), 0.724)
+    """
+    train = engine_for(getattr(work, "engine", None), "training")
+    basis = _x(data()["attention_tiles"]["train_basis"]) if "attention_tiles" in data() else 1
+    factor = train_factor(_x(train["train_factor"]) * basis, d,
+                          Fraction(bf16_peak or peak) / bandwidth if bandwidth else None)
+    capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
+    return 1 / (1 / capped + 1 / factor - 1)
 
 
 def card(work, *, own_peak: bool = False) -> str | None:
@@ -415,13 +436,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # training: one step of b sequences per data-parallel rank, as micro-batches through the pipeline
     # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
     # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
-    basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
     # (d: where the model states a width; bf16_peak: None where no card's bf16 peak is known, the compute dtype's)
-    factor = train_factor(_x(train["train_factor"]) * basis, parts.get("d"),
-                          Fraction(parts["bf16_peak"] or peak) / bandwidth if bandwidth else None)
-    # under a power limit the GEMMs' share of that time slows, the rest (memory-bound passes) does not:
-    # time = GEMMs / capped + GEMMs x (1/factor - 1)
-    factor = 1 / (1 / capped + 1 / factor - 1)
+    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
     # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
     removed = (Fraction(parts["training_core_flops"])

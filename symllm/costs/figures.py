@@ -33,8 +33,10 @@ def data() -> dict:
     return json.loads((Path(__file__).parent / "efficiency.json").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=4096)
 def fraction(text) -> Fraction:
-    """A figure of efficiency.json (a decimal string or a number) as an exact fraction."""
+    """A figure of efficiency.json (a decimal string or a number) as an exact fraction (kept: a plan reads the same
+    figures in every row it times)."""
     return Fraction(str(text))
 
 

@@ -334,10 +334,12 @@ def roofline_forms(mdl, work, exprs: dict, phase_flops, *, spec) -> dict:
     return {**forms, **inverse.solve_forms(exprs["memory_per_gpu"])}
 
 
-def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
+def roofline_numbers(work, ev, *, window: int | None = None, largest: bool = True) -> dict:
     """:func:`roofline` from the numbers of :func:`roofline_forms` (``ev(name)``, ``ev(name, b=...)``: a
     :class:`symllm.numbers.runtime.Numbers`, whose ``vals`` hold ``P``, ``B_mem``, ``beta_w``, ``d_h``): no SymPy.
-    What :func:`roofline` runs, and what a count read back from stored kernels runs."""
+    What :func:`roofline` runs, and what a count read back from stored kernels runs. ``largest`` False: without
+    the largest batch, context and sequence that fit (``max_batch``, ``max_context``, ``training_max_batch``,
+    ``training_max_seq``, ``max_context_past_window``: a search each), which a plan's ranking does not read."""
     g = accelerators.of(work)
     vals = ev.vals
     peak, bandwidth = vals["P"], vals["B_mem"]
@@ -403,10 +405,11 @@ def roofline_numbers(work, ev, *, window: int | None = None) -> dict:
     inference, training = num("memory_per_gpu.inference_peak"), num("memory_per_gpu.training_peak")
     out["inference_peak"], out["training_peak"] = _whole(inference), _whole(training)
     out["fits"], out["training_fits"] = inference <= g.memory, training <= g.memory
-    out.update(module("symllm.costs.search").largest_numbers(ev, g.memory, work.gen))
+    out.update(module("symllm.costs.search").largest_numbers(ev, g.memory, work.gen) if largest else {})
     # the model's trained positions: a largest context past them is flagged (kept: RoPE scaling exists)
     out["window"] = window
-    out["max_context_past_window"] = window is not None and out["max_context"] > window
+    if largest:
+        out["max_context_past_window"] = window is not None and out["max_context"] > window
     out["compute_bound_batch"] = (max(1, math.ceil(ev("crossing"))) if "crossing" in ev  # a layout: not asked
                                   and ev("crossing.denominator") > 0 else None)
     # training: one step of m micro-batches of b sequences per data-parallel rank; the pipeline's last

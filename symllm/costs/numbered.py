@@ -31,7 +31,7 @@ def named_values(work: Workload, codes=None) -> dict:
 
 
 def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, window: int | None = None,
-                     declares: dict | None = None) -> dict:
+                     declares: dict | None = None, largest: bool = True) -> dict:
     """:func:`symllm.costs.phases.workload` from the numbers of :func:`symllm.costs.phases.workload_forms` (``ev``:
     a :class:`symllm.numbers.runtime.Numbers`), the groups' names in order, the ``weight_format`` group but its
     ``dtype_weights_bytes`` (None: no format) and the model's window: no SymPy. What
@@ -41,7 +41,7 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     part of the model declares its own split under an engine of the workload's, by kind whether that kind's engine
     lays it out so (:func:`symllm.costs.phases.declares_layout`; None or ``{}``: none); then ``tp_layout`` and
     ``training_tp_layout`` name the layouts the inference and the training per-GPU figures are in
-    (:func:`symllm.costs.layouts.tp_layouts`)."""
+    (:func:`symllm.costs.layouts.tp_layouts`). ``largest``: :func:`symllm.costs.hardware.roofline_numbers`'."""
     n_kv = ev.vals.get("n_kv")
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
@@ -54,7 +54,7 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     for name, value in pairs:
         group, _, key = name.partition(".")
         out[group][key] = value
-    return _with_format_and_time(out, work, ev, fmt, window)
+    return _with_format_and_time(out, work, ev, fmt, window, largest)
 
 
 def grouped(forms, groups: tuple) -> list:
@@ -63,11 +63,12 @@ def grouped(forms, groups: tuple) -> list:
     return [name for name in forms if name.partition(".")[0] in groups]
 
 
-def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None) -> dict:
+def _with_format_and_time(out: dict, work: Workload, ev, fmt: dict | None, window: int | None,
+                          largest: bool = True) -> dict:
     if fmt is not None:
         out["weight_format"] = {**fmt, "dtype_weights_bytes": ev("memory.weights", beta_w=work.weight_bytes)}
     if "stage0.layers" in ev:  # an accelerator: fit and time (symllm.costs.hardware)
-        out["time"] = hardware.roofline_numbers(work, ev, window=window)
+        out["time"] = hardware.roofline_numbers(work, ev, window=window, largest=largest)
     return out
 
 

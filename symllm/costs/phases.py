@@ -443,7 +443,7 @@ def stage_memory(stages: tuple, i: int, kind: str, zero_stage: int = 0, recomput
     return mem - whole + rest + substitute(own, {S.N_d: S.N_d / S.N_e})
 
 
-def workload(config, work: Workload | None = None, **options) -> dict:
+def workload(config, work: Workload | None = None, *, largest: bool = True, **options) -> dict:
     """Exact FLOPs and bytes of a workload on ``config``: ``{"workload", "flops", "memory"}``.
 
     ``work`` is a :class:`Workload`, or give its options by name (``batch`` 1, ``seq`` 2048, ``gen`` 0,
@@ -467,7 +467,8 @@ def workload(config, work: Workload | None = None, **options) -> dict:
     dividing the heads) is refused (:mod:`symllm.costs.checks`). ``tp_layout`` and ``training_tp_layout``, where a
     part declares an engine's own split (DeepSeek-V4, the vocabulary under MLC): the layout the inference and the
     training per-GPU figures are in, "transformers" (its tp plan) or the engine's name
-    (:func:`symllm.costs.layouts.tp_layouts`).
+    (:func:`symllm.costs.layouts.tp_layouts`). ``largest`` False: the ``time`` group without the largest batch,
+    context and sequence that fit (a search each: :func:`symllm.costs.hardware.roofline_numbers`).
 
     >>> w = workload("llama3.1-405b", seq=131072, kv_dtype="bf16")
     >>> w["memory"]["kv_cache"] == 2 * 126 * 8 * 128 * 2 * 131072
@@ -488,7 +489,7 @@ def workload(config, work: Workload | None = None, **options) -> dict:
         hit = _FORMS[key] = (mdl, forms, groups, table(forms, grouped(forms, groups)), declares)  # mdl held: id kept
     _, forms, groups, compiled, declares = hit
     return workload_numbers(work, Numbers(compiled, named(spec, work)), groups, weight_format_group(spec, work),
-                            window=spec.config.max_positions, declares=declares)
+                            window=spec.config.max_positions, declares=declares, largest=largest)
 
 
 #: (id of the model component, the workload's shape, whether an accelerator is asked) -> (the component,

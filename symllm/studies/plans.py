@@ -401,8 +401,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kept_points = {}  # each workload point the engine's figures read, evaluated once (serving.capacity, traffic)
 
     def workload_at(point: Workload) -> dict:
-        if point not in kept_points:
-            kept_points[point] = costs.workload(spc, point)
+        if point not in kept_points:  # (training: only the ranking reads them, no largest batch searched)
+            kept_points[point] = costs.workload(spc, point, largest=not training)
         return kept_points[point]
 
     base = {sym.name: v for sym, v in numbered.values(spc, work).items()}  # with a weight format's β_w
@@ -413,7 +413,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     timed = args if training else {**{sym.name: v for sym, v in numbered.values(  # a serving row's step: one token
         spc, served_by.decode_point(work)).items()}, **{k: args[k] for k in ("N_t", "N_p", "N_d", "N_e", "b", "n_kv")}}
     fit_peak = np.zeros(n, dtype=object)
-    seconds = np.zeros(n)
+    seconds, low = np.zeros(n), np.zeros(n)  # the bound, and (training) a floor of the expected step (ranks.floors)
+    etas = {}  # (the experts' GEMM efficiencies the floors read, by their rows)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
@@ -437,12 +438,15 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
             # (interleaved over v chunks a stage, m + (N_p - 1)/v: schedules.bubble)
             stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
-            runs = [(int(p_), int(a_)) for p_, a_ in zip(pp, cols["accum"][at])]
+            runs, where = np.unique(np.stack([sub["N_p"], cols["accum"][at]], axis=1), axis=0, return_inverse=True)
             times = np.array([float(a_ * (1 + bubble(p_, a_, work.schedule, work.virtual_stages))) if a_ else 0.0
-                              for p_, a_ in runs])  # (accum 0: dp does not divide the global batch, dropped)
+                              for p_, a_ in runs.tolist()])[where.reshape(-1)]  # (accum 0: dp does not divide, dropped)
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
-            sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs])
+            sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs.tolist()])[where.reshape(-1)]
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
+            terms = [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]]  # (ranks.floors')
+            low[at] = ranks.floors(work.replace(recompute=rec), times, worst, terms, sub["b"] * work.seq, sub["N_e"],
+                                   base, etas)
         else:
             seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None
@@ -452,7 +456,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
     reason = np.full(n, "", dtype=object)
-    text = {k: v.format(capacity=_gib(capacity), global_batch=global_batch, engine=out.engine)
+    text = {k: v.format(capacity=f"{capacity / 2 ** 30:g} GiB", global_batch=global_batch, engine=out.engine)
             for k, v in REASONS.items()}
     reason[~fits] = text[kind]
     if served is not None:  # a replica its engine serves: the batches its KV cache holds (count --serve's)
@@ -485,10 +489,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     figure_names = list(figures)
     rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
+    floor = dict(zip(map(id, rows), low[kept].tolist()))  # each row's floor, by the row (sorted next)
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
-    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at))
+    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at),
+                      floor=lambda r: floor[id(r)])
     for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
         at = tuple(r[k] for k in served_by.REPLICA)
         load = served_by.under_load(spc.config, work, at, r["batch"], out.engine, workload_at, serve) if (
@@ -570,7 +576,9 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     if training:
         comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
-                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},
+                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},  # and ranks.floors' terms
+                   floors=tuple(tuple(st[k] for k in ("training_core_flops", "training_expert_flops", "expert_active",
+                                                     "expert_params", "expert_layers")) for st in terms["stages"]),
                    handoff=terms["training_handoff"])
     else:
         out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
@@ -591,7 +599,3 @@ def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:
 
 def _int(value):
     return int(value) if not hasattr(value, "denominator") or value.denominator == 1 else value
-
-
-def _gib(capacity: int) -> str:
-    return f"{capacity / 2 ** 30:g} GiB"
