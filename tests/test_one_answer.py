@@ -143,6 +143,19 @@ def test_plan_rows_are_counts_numbers(cli, model, options):
         assert not rows and [r["reason"] for r in dropped] == ["training peak > 80 GiB per GPU"]
 
 
+def test_plans_float8_gathers_are_counts():
+    """torchtitan runs its sequence-parallel all-gathers in float8 under --compute-dtype fp8 (torchao's float8 tensor
+    parallelism): a plan row's roofline step at a tp 2 --sp layout is count's, which counts them at one byte
+    (plan had counted them at bf16 while count moved to one byte)."""
+    opts = {"engine": "torchtitan", "compute_dtype": "fp8", "seq": 4096}
+    p = plans.plan("llama3.1-8b", 8, GPU, training=True, global_batch=16, **opts)
+    row = next(r for r in p.rows if (r["tp"], r["sp"], r["pp"], r["accum"]) == (2, True, 1, 1))
+    at = {k: row[k] for k in ("tp", "dp", "batch")}
+    fp8 = symllm.workload("llama3.1-8b", gpu=GPU, sp=True, zero_stage=row["zero"], recompute=row["recompute"], **at,
+                          **opts)["time"]["training_step_s"]
+    assert row["step_s"] == pytest.approx(fp8, rel=1e-12)
+
+
 @pytest.mark.parametrize("model, options", [c for c in CASES if "lora_rank" not in c[1]],
                          ids=[i for c, i in zip(CASES, IDS) if "lora_rank" not in c[1]])
 def test_serve_weights_are_counts_per_gpu_weights(cli, model, options):

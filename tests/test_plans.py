@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import symllm
 from symllm.arch.config import ModelConfig
-from symllm.costs import inverse, search, serving
+from symllm.costs import accelerators, inverse, search, serving
 from symllm.errors import SymllmError
 from symllm.studies import plans, ranks
 
@@ -231,7 +231,7 @@ def test_plan_refuses_what_it_enumerates():
     with pytest.raises(SymllmError, match="^stack: plan"):
         plans.plan("llama3.2-1b", 2, "l4", stack="hf-sdpa")
     with pytest.raises(SymllmError, match="^gpus: expected N×GPU"):
-        plans.parse_gpus("sixteen h100s")
+        accelerators.parse_gpus("sixteen h100s")
 
 
 def test_cli_plan(cli):

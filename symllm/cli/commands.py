@@ -321,10 +321,11 @@ PLAN_ENUMERATES = ("batch", "tp", "pp", "dp", "ep", "sp", "zero_stage", "recompu
 
 
 def cmd_plan(args) -> int:
+    from symllm.costs import accelerators
     from symllm.studies import plans
 
     config = _load(args)
-    count, gpu = plans.parse_gpus(args.gpus)
+    count, gpu = accelerators.parse_gpus(args.gpus)
     given = _given(args, [n for n in Workload.names() if n not in PLAN_ENUMERATES])
     if args.top is not None and args.top < 1:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")

@@ -45,7 +45,7 @@ from symllm.validate import choice, positive_number, short, with_list
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload reads the table without them
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype",
-           "peak_flops", "values"]
+           "peak_flops", "values", "parse_gpus"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
 GiB = 2 ** 30
@@ -409,3 +409,24 @@ def values(name, dtype: str = "bf16", act_dtype: str | None = None) -> dict:
 
 
 # --------------------------------------------------------------------------- closed forms
+
+
+def parse_gpus(text: str) -> tuple[int, str]:
+    """``N×GPU`` (or ``NxGPU``, ``N*GPU``) as ``(N, GPU)``.
+
+    >>> parse_gpus("16xh100-sxm"), parse_gpus("8×a100-80gb")
+    ((16, 'h100-sxm'), (8, 'a100-80gb'))
+    >>> parse_gpus("h100")
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: gpus: expected N×GPU, e.g. 16xh100-sxm, got 'h100'
+    """
+    for sep in ("×", "x", "*"):
+        count, got, name = str(text).partition(sep)
+        if got and count.strip().isdigit() and name.strip():
+            n = int(count)
+            if n < 1:
+                break
+            gpu(name.strip(), field="gpus")  # refused naming the option the card was given in
+            return n, name.strip()
+    raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")

@@ -53,7 +53,7 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel
+from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, tp_overlap
 from symllm.costs.collectives import column_parallel
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak, step_flops
@@ -65,7 +65,7 @@ from symllm.numbers.kernels import compile_expr, evaluate
 from symllm.studies import ranks, served as served_by
 from symllm.validate import choice, positive_int
 
-__all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "parse_gpus", "REASONS"]
+__all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "REASONS"]
 
 #: why a layout is dropped: the reason's key -> its short text (``{...}`` filled per plan)
 REASONS = {"training_peak": "training peak > {capacity} per GPU",
@@ -209,27 +209,6 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
 
 
 # --------------------------------------------------------------------------- plan
-
-def parse_gpus(text: str) -> tuple[int, str]:
-    """``N×GPU`` (or ``NxGPU``, ``N*GPU``) as ``(N, GPU)``.
-
-    >>> parse_gpus("16xh100-sxm"), parse_gpus("8×a100-80gb")
-    ((16, 'h100-sxm'), (8, 'a100-80gb'))
-    >>> parse_gpus("h100")
-    Traceback (most recent call last):
-    ...
-    symllm.errors.SymllmError: gpus: expected N×GPU, e.g. 16xh100-sxm, got 'h100'
-    """
-    for sep in ("×", "x", "*"):
-        count, got, name = str(text).partition(sep)
-        if got and count.strip().isdigit() and name.strip():
-            n = int(count)
-            if n < 1:
-                break
-            accelerators.gpu(name.strip(), field="gpus")  # refused naming the option the card was given in
-            return n, name.strip()
-    raise SymllmError(f"gpus: expected N×GPU, e.g. 16xh100-sxm, got {text!r}")
-
 
 @dataclass
 class Plan:
@@ -422,8 +401,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
+        float8 = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2)) if seq_par else ()  # as count's (sp: tp > 1)
         forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp,
-                       column_parallel(work.engine))
+                       column_parallel(work.engine), float8)
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
             lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
             forms = {**forms, "peaks": (lora,)}
@@ -561,12 +541,12 @@ def _decode_step(forms: dict, sub: dict, m: int, base: dict, bw: dict) -> np.nda
 
 @lru_cache(maxsize=64)
 def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
-           optimizer: str = "adamw", experts: str = "split", columns: str = "dtensor") -> dict:
+           optimizer: str = "adamw", experts: str = "split", columns: str = "dtensor", float8: tuple = ()) -> dict:
     """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
     :func:`symllm.costs.parallel.comm`, as the training engine's ``columns`` run it:
-    :func:`symllm.costs.collectives.column_parallel`; serving: a decode step's FLOPs, bytes and tensor-parallel
+    :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one byte; serving: a decode step's FLOPs, bytes and tensor-parallel
     bytes)."""
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par, experts)
@@ -574,7 +554,7 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     out = {"peaks": tuple(substitute(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer), defs)
                           for i in range(len(stages)))}
     if training:
-        comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns)
+        comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns, float8=float8)
         out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
                    comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},  # and ranks.floors' terms
                    floors=tuple(tuple(st[k] for k in ("training_core_flops", "training_expert_flops", "expert_active",
