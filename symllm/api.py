@@ -53,6 +53,7 @@ MODULES = {
 #: (symllm/cli/) imports besides the face, each name from its module's ``__all__`` (tests/test_architecture.py)
 DOCUMENTED = ("errors", "files", "validate", "arch.config", "arch.glossary", "arch.part_options", "costs.workloads",
               "costs.phases", "costs.checkpoints", "costs.headers", "costs.comparison", "costs.formats",
+              "costs.accelerators",
               "costs.serving", "costs.traffic",
               "numbers.cache", "studies.quick", "studies.plans", "studies.sweeps", "studies.grids", "studies.tables",
               "present.format",

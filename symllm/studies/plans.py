@@ -546,8 +546,8 @@ def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, trai
     per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
     (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
     :func:`symllm.costs.parallel.comm`, as the training engine's ``columns`` run it:
-    :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one byte; serving: a decode step's FLOPs, bytes and tensor-parallel
-    bytes)."""
+    :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one byte; serving: a decode
+    step's FLOPs, bytes and tensor-parallel bytes)."""
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par, experts)
     terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops, experts)
