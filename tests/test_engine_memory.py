@@ -106,6 +106,37 @@ def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
     assert given["profile_tokens"] == 2048 and given["activation_peak"] < 2048 * 128_256 * 2  # one logit, not 2048
 
 
+@pytest.mark.parametrize("model, wrapper, tokens", [("gemma-3-4b", "gemma3", 8000), ("gemma-3-27b", "gemma3", 8000),
+                                                    ("llama4-scout-17b-16e", "llama4", 4096),
+                                                    ("qwen3.5-27b", "qwen3_5", 4096)])
+def test_tgi_warms_up_a_multimodal_config_on_its_model_type_s_default(model, wrapper, tokens):
+    """text-generation-inference v3.3.6 launcher/src/main.rs (tag v3.3.6, efb94e0): Config::flop (lines 281-286)
+    returns None where config.json has a vision_config ('VLM are much harder to predict'), so compute_optimal is
+    None and max_batch_prefill_tokens is default_optimal (lines 2118-2126): 10_000 for model_type qwen2_vl or
+    qwen2_5_vl, 8000 for gemma3, 4096 for any other. google/gemma-3-*-pt's config.json is model_type gemma3 (its
+    text_config and vision_config inside), meta-llama/Llama-4-Scout-17B-16E's llama4, Qwen/Qwen3.5-27B's qwen3_5;
+    none states max_position_embeddings or num_attention_heads at its top level (RawConfig reads only there), so
+    neither the position nor the vram_maximum bound applies, on any card."""
+    from symllm.arch.catalogue import resolve
+    assert resolve(model).wrapper == wrapper
+    for gpu in ("h100-sxm", "h200", "a100-40gb", "h100-pcie"):
+        assert serving.capacity(model, gpu=gpu, seq=4096, engine="tgi")["profile_tokens"] == tokens
+
+
+def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_without():
+    """The same Gemma 3 language model, as google/gemma-3-4b-pt's config.json holds it (model_type gemma3, a
+    text_config and a vision_config) and as its text_config alone (model_type gemma3_text, a text-only config):
+    TGI v3.3.6's launcher gives the first 8000 (Config::flop is None beside a vision_config) and the second
+    compute_optimal, f16_flop // Config::flop, above 8000 on an H100 (900e12 over the 4B's few GFLOPs a token)."""
+    from symllm.arch.catalogue import preset_info, resolve
+    text = {**preset_info("gemma-3-4b")["config"], "vocab_size": 262_208}
+    wrapped = {"model_type": "gemma3", "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
+    h100, tgi = accelerators.gpu("h100-sxm"), engine_memory.rule("tgi")
+    assert resolve(wrapped).wrapper == "gemma3" and resolve(text).wrapper is None
+    assert engine_memory.warmup_tokens(tgi, wrapped, h100) == 8000
+    assert engine_memory.warmup_tokens(tgi, text, h100) > 8000
+
+
 def test_vllm_and_trtllm_rules_are_unchanged():
     """vLLM (v1/worker/gpu_worker.py, determine_available_memory): 0.9 x total less the rest; TensorRT-LLM 1.0
     (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves."""

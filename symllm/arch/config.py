@@ -212,6 +212,11 @@ class ModelConfig:
     tp_plan: str | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
+    #: the ``model_type`` of the multimodal config.json whose ``text_config`` this language model is (a wrapper
+    #: beside a vision encoder: ``gemma3``, ``llama4``; a preset of the text_config alone states it as ``wrapper``):
+    #: what an engine reading that file sees (TGI's launcher: :func:`symllm.costs.engine_memory.warmup_tokens`);
+    #: None: the config.json is the language model's own
+    wrapper: str | None = None
     #: the weight format the config.json's ``quantization_config`` states (:mod:`symllm.arch.quantization`; a name
     #: of :data:`symllm.costs.formats.FORMATS`): β_w unless a workload's weight_format overrides it; None: none
     weight_format: str | None = None

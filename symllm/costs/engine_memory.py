@@ -173,17 +173,24 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     written) and ``token_vram = 4·kv·d_h·L + 6·E·(d_ff + d_ff // 2)``, ``E`` the routed experts (1 if dense).
     ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
     ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
+    A multimodal config.json (``wrapper``: the language model is its ``text_config``) has no ``compute_optimal``
+    (``Config::flop`` is None beside a ``vision_config``) and no bound (its sizes and positions are not at its top
+    level, where the launcher reads them): ``wrapper_default`` by its ``model_type`` (``gemma3`` 8000), else 4096.
 
     >>> from symllm.costs import accelerators
     >>> h100, h200 = accelerators.gpu("h100-sxm"), accelerators.gpu("h200")
     >>> warmup_tokens(rule("tgi"), "llama3.1-8b", h100), warmup_tokens(rule("tgi"), "llama3.1-8b", h200)
     (59870, 65791)
+    >>> warmup_tokens(rule("tgi"), "gemma-3-27b", h100), warmup_tokens(rule("tgi"), "llama4-scout-17b-16e", h100)
+    (8000, 4096)
     """
     own = r.get("warmup")
     if not own:
         return None
     from symllm.arch.catalogue import resolve
     cfg = resolve(config)
+    if cfg.wrapper is not None:
+        return own["wrapper_default"].get(cfg.wrapper, own["default"])
     d, h, kv, d_h, layers = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_layers
     if cfg.hidden_dim is not None:
         d_ff = cfg.hidden_dim

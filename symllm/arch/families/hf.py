@@ -387,7 +387,7 @@ def read(raw: dict, build: Callable):
     if raw.get("quantization_config") is not None:  # the weight format it states (read whole, or refused)
         from symllm.arch import quantization
         quantized = quantization.fields(raw["quantization_config"])
-    prefix, note = "", None
+    prefix, note, wrapper = "", None, None
     if kind in family.aliases:  # built as this family, config and all
         raw = {**raw, "model_type": family.model_type}
         note = f"model_type {kind} is read as {family.model_type}, as transformers builds it"
@@ -408,6 +408,7 @@ def read(raw: dict, build: Callable):
         raw = {**inner, **outer, "model_type": family.model_type}  # transformers builds this family
         prefix = "text_config."
         note = f"the language model (text_config) is counted; {towers} not"
+        wrapper = kind
     renamed = {}
     for shared, own in family.attribute_map.items():  # one attribute under two names (MptConfig's d_model)
         if own in raw:
@@ -419,6 +420,8 @@ def read(raw: dict, build: Callable):
         fields = _fields(raw, family)
         if note:
             fields["note"] = note
+        if wrapper:
+            fields["wrapper"] = wrapper
         return build(**fields, **quantized)
     except SymllmError as e:  # name the field as the user's file does
         key, _, rest = str(e).partition(":")
