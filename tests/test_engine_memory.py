@@ -123,6 +123,27 @@ def test_tgi_warms_up_a_multimodal_config_on_its_model_type_s_default(model, wra
         assert serving.capacity(model, gpu=gpu, seq=4096, engine="tgi")["profile_tokens"] == tokens
 
 
+def test_tgi_counts_a_mixture_s_flops_by_its_config_json_keys():
+    """TGI v3.3.6's Config::flop (launcher/src/main.rs lines 281-307, efb94e0) has no case for a mixture: it reads
+    config.json's intermediate_size times num_experts_per_tok + n_shared_experts (1 and 0 where absent), whatever
+    width the family gives its experts. Qwen/Qwen3-30B-A3B's config.json: hidden 2048, 48 layers, 32 heads and 4 KV
+    heads of head_dim 128, intermediate_size 6144 (its experts' width is moe_intermediate_size, 768), 8 experts a
+    token, no n_shared_experts: a layer 6·32·128·2048 + 4·4·128·2048 + 6·2048·6144·8 = 50,331,648 + 4,194,304 +
+    603,979,776 = 658,505,728, 31,608,274,944 for 48. An H200 (989 TFLOPS): 989e12 // that = 31,289, under its
+    40,960 positions and its vram_maximum (num_local_experts absent: 1 expert; ~150 GB x 0.95 less 5.7 GB, over
+    4·4·128·48 + 6·(6144 + 3072) = 153,600 bytes a token: ~890,000). Counted with the experts' 768 instead, a
+    token's FLOPs are a seventh and the default the 40,960 positions. Mixtral 8x7B's intermediate_size is its
+    experts' (14336, 2 a token): 32 x (6·32·128·4096 + 4·8·128·4096 + 6·4096·14336·2) = 26,306,674,688 FLOPs; on
+    two H100s 2 x 900e12 // that = 68,423, capped at its 32,768 positions."""
+    layer = 6 * 32 * 128 * 2048 + 4 * 4 * 128 * 2048 + 6 * 2048 * 6144 * 8
+    assert layer == 658_505_728 and 989 * 10 ** 12 // (48 * layer) == 31_289
+    tgi = engine_memory.rule("tgi")
+    assert engine_memory.warmup_tokens(tgi, "qwen3-30b-a3b", accelerators.gpu("h200")) == 31_289
+    mixtral = 32 * (6 * 32 * 128 * 4096 + 4 * 8 * 128 * 4096 + 6 * 4096 * 14336 * 2)
+    assert mixtral == 26_306_674_688 and 2 * 900 * 10 ** 12 // mixtral == 68_423
+    assert engine_memory.warmup_tokens(tgi, "mixtral-8x7b", accelerators.gpu("h100-sxm"), tp=2) == 32_768
+
+
 def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_without():
     """The same Gemma 3 language model, as google/gemma-3-4b-pt's config.json holds it (model_type gemma3, a
     text_config and a vision_config) and as its text_config alone (model_type gemma3_text, a text-only config):

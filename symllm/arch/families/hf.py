@@ -62,6 +62,11 @@ HF_UNMODELLED = {
     "vision_config": "a vision encoder",
 }
 
+#: config.json keys an engine reads by name, whatever the family (TGI v3.3.6's launcher, RawConfig: its own count of
+#: a token's FLOPs), kept as stated (ModelConfig.stated)
+STATED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers",
+          "head_dim", "num_experts_per_tok", "n_shared_experts", "num_local_experts")
+
 #: model types of the LLaMA family symllm knows but does not model yet, and why
 HF_NOT_YET: dict[str, str] = {}
 
@@ -422,6 +427,8 @@ def read(raw: dict, build: Callable):
             fields["note"] = note
         if wrapper:
             fields["wrapper"] = wrapper
+        fields["stated"] = tuple((key, raw[key]) for key in STATED
+                                 if isinstance(raw.get(key), int) and not isinstance(raw.get(key), bool))
         return build(**fields, **quantized)
     except SymllmError as e:  # name the field as the user's file does
         key, _, rest = str(e).partition(":")
