@@ -106,6 +106,58 @@ def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
     assert given["profile_tokens"] == 2048 and given["activation_peak"] < 2048 * 128_256 * 2  # one logit, not 2048
 
 
+@pytest.mark.parametrize("model, wrapper, tokens", [("gemma-3-4b", "gemma3", 8000), ("gemma-3-27b", "gemma3", 8000),
+                                                    ("llama4-scout-17b-16e", "llama4", 4096),
+                                                    ("qwen3.5-27b", "qwen3_5", 4096)])
+def test_tgi_warms_up_a_multimodal_config_on_its_model_type_s_default(model, wrapper, tokens):
+    """text-generation-inference v3.3.6 launcher/src/main.rs (tag v3.3.6, efb94e0): Config::flop (lines 281-286)
+    returns None where config.json has a vision_config ('VLM are much harder to predict'), so compute_optimal is
+    None and max_batch_prefill_tokens is default_optimal (lines 2118-2126): 10_000 for model_type qwen2_vl or
+    qwen2_5_vl, 8000 for gemma3, 4096 for any other. google/gemma-3-*-pt's config.json is model_type gemma3 (its
+    text_config and vision_config inside), meta-llama/Llama-4-Scout-17B-16E's llama4, Qwen/Qwen3.5-27B's qwen3_5;
+    none states max_position_embeddings or num_attention_heads at its top level (RawConfig reads only there), so
+    neither the position nor the vram_maximum bound applies, on any card."""
+    from symllm.arch.catalogue import resolve
+    assert resolve(model).wrapper == wrapper
+    for gpu in ("h100-sxm", "h200", "a100-40gb", "h100-pcie"):
+        assert serving.capacity(model, gpu=gpu, seq=4096, engine="tgi")["profile_tokens"] == tokens
+
+
+def test_tgi_counts_a_mixture_s_flops_by_its_config_json_keys():
+    """TGI v3.3.6's Config::flop (launcher/src/main.rs lines 281-307, efb94e0) has no case for a mixture: it reads
+    config.json's intermediate_size times num_experts_per_tok + n_shared_experts (1 and 0 where absent), whatever
+    width the family gives its experts. Qwen/Qwen3-30B-A3B's config.json: hidden 2048, 48 layers, 32 heads and 4 KV
+    heads of head_dim 128, intermediate_size 6144 (its experts' width is moe_intermediate_size, 768), 8 experts a
+    token, no n_shared_experts: a layer 6·32·128·2048 + 4·4·128·2048 + 6·2048·6144·8 = 50,331,648 + 4,194,304 +
+    603,979,776 = 658,505,728, 31,608,274,944 for 48. An H200 (989 TFLOPS): 989e12 // that = 31,289, under its
+    40,960 positions and its vram_maximum (num_local_experts absent: 1 expert; ~150 GB x 0.95 less 5.7 GB, over
+    4·4·128·48 + 6·(6144 + 3072) = 153,600 bytes a token: ~890,000). Counted with the experts' 768 instead, a
+    token's FLOPs are a seventh and the default the 40,960 positions. Mixtral 8x7B's intermediate_size is its
+    experts' (14336, 2 a token): 32 x (6·32·128·4096 + 4·8·128·4096 + 6·4096·14336·2) = 26,306,674,688 FLOPs; on
+    two H100s 2 x 900e12 // that = 68,423, capped at its 32,768 positions."""
+    layer = 6 * 32 * 128 * 2048 + 4 * 4 * 128 * 2048 + 6 * 2048 * 6144 * 8
+    assert layer == 658_505_728 and 989 * 10 ** 12 // (48 * layer) == 31_289
+    tgi = engine_memory.rule("tgi")
+    assert engine_memory.warmup_tokens(tgi, "qwen3-30b-a3b", accelerators.gpu("h200")) == 31_289
+    mixtral = 32 * (6 * 32 * 128 * 4096 + 4 * 8 * 128 * 4096 + 6 * 4096 * 14336 * 2)
+    assert mixtral == 26_306_674_688 and 2 * 900 * 10 ** 12 // mixtral == 68_423
+    assert engine_memory.warmup_tokens(tgi, "mixtral-8x7b", accelerators.gpu("h100-sxm"), tp=2) == 32_768
+
+
+def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_without():
+    """The same Gemma 3 language model, as google/gemma-3-4b-pt's config.json holds it (model_type gemma3, a
+    text_config and a vision_config) and as its text_config alone (model_type gemma3_text, a text-only config):
+    TGI v3.3.6's launcher gives the first 8000 (Config::flop is None beside a vision_config) and the second
+    compute_optimal, f16_flop // Config::flop, above 8000 on an H100 (900e12 over the 4B's few GFLOPs a token)."""
+    from symllm.arch.catalogue import preset_info, resolve
+    text = {**preset_info("gemma-3-4b")["config"], "vocab_size": 262_208}
+    wrapped = {"model_type": "gemma3", "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
+    h100, tgi = accelerators.gpu("h100-sxm"), engine_memory.rule("tgi")
+    assert resolve(wrapped).wrapper == "gemma3" and resolve(text).wrapper is None
+    assert engine_memory.warmup_tokens(tgi, wrapped, h100) == 8000
+    assert engine_memory.warmup_tokens(tgi, text, h100) > 8000
+
+
 def test_vllm_and_trtllm_rules_are_unchanged():
     """vLLM (v1/worker/gpu_worker.py, determine_available_memory): 0.9 x total less the rest; TensorRT-LLM 1.0
     (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves."""

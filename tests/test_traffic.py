@@ -190,6 +190,36 @@ def test_tgi_runs_prompt_chunks_with_the_decodes_by_hand():
     assert r["ttft_s"] == pytest.approx(2 * step + added, rel=1e-9)
 
 
+def test_turbomind_forward_budget_by_hand():
+    """lmdeploy v0.10.2 (f36aa71), TurboMind: LlamaTritonModel.cc lines 362-363 and 389 set max_forward_token_num
+    to max_prefill_token_num + max_batch_size rounded up to the attention's tensor ranks; LlamaBatch.cc
+    AdjustMaxInputCount (lines 452-480) gives an iteration ceil((remaining inputs - batch) / max_prefill_iters) +
+    batch tokens, at least num_tokens_per_iter (= max_prefill_token_num, turbomind.py lines 251-254) and at most
+    max_forward_token_num; max_prefill_iters = ceil(session_len / max_prefill_token_num) (lines 255-256).
+    Llama 3 8B (max_position_embeddings 8192: one iteration at 8192), 100 decodes and 5 prompts of 1,700 tokens
+    waiting: ceil((100 + 8,500 - 105) / 1) + 105 = 8,600, over 8,192 and under 8,192 + 1,024 (an H100's
+    max_batch_size): 8,600; with max_batch_size 100, at most 8,292. Llama 3.1 8B (131,072 positions: 16
+    iterations): ceil(8,495 / 16) + 105 = 637, raised to 8,192. At tp 3 with max_batch_size 101 the bound 8,192 +
+    101 = 8,293 rounds up to 8,295, under 9,000 - 5 + 105 = 9,100 wanted. vLLM's budget is its own: 8,192."""
+    from symllm.costs.batching import forward_budget
+    assert forward_budget("lmdeploy", 8192, 100, 5, 8500, seqs=1024, session=8192) == 8600
+    assert forward_budget("lmdeploy", 8192, 100, 5, 8500, seqs=100, session=8192) == 8292
+    assert forward_budget("lmdeploy", 8192, 100, 5, 8500, seqs=1024, session=131072) == 8192
+    assert forward_budget("lmdeploy", 8192, 100, 5, 9000, seqs=101, session=8192, tp=3) == 8295
+    assert forward_budget("vllm", 8192, 100, 5, 8500, seqs=1024, session=8192) == 8192
+
+
+def test_turbomind_runs_a_step_s_prompts_in_one_forward_its_batch_size_widens():
+    """The case above under load (Llama 3 8B on an H100, 100 running, prompts of 1,700 tokens, 20 out: 5 join a
+    step): with TurboMind's own max_batch_size on an H100 (1,024) the step's 8,600 tokens run in one forward, its
+    GEMMs reading the weights once; with max_batch_size 100 its forwards hold at most 8,292 tokens: two, and the
+    weights are read twice. A prefill budget of 8,192 less the decodes (symllm before) ran two either way."""
+    run = dict(gpu="h100-sxm", engine="lmdeploy", seq=1700, gen=20, concurrency=100)
+    wide, narrow = under_load("llama3-8b", **run), under_load("llama3-8b", **run, max_num_seqs=100)
+    assert wide["running"] == narrow["running"] == 100
+    assert wide["itl_s"] < narrow["itl_s"]
+
+
 def test_sglang_max_prefill_tokens_by_hand():
     """SGLang 0.5.2's PrefillAdder (schedule_policy.py) starts a prefill batch with rem_chunk_tokens =
     chunked_prefill_size and rem_input_tokens = max_prefill_tokens (16,384): a prompt past the batch's first

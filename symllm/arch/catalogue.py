@@ -126,6 +126,8 @@ def load(model: str | Path, *, vocab_size: int | None = None) -> ModelConfig:
     config = from_dict(info["config"], vocab_size=vocab_size, name=info["name"])
     if "max_positions" in info and config.max_positions is None:  # a Meta params.json does not say it
         config = config.replace(max_positions=info["max_positions"])
+    if "wrapper" in info:  # the text_config of a multimodal config.json, stored alone
+        config = config.replace(wrapper=info["wrapper"])
     return config
 
 

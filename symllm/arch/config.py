@@ -212,6 +212,15 @@ class ModelConfig:
     tp_plan: str | None = None
     #: what a reader should know about what was counted (e.g. a vision encoder that is not)
     note: str | None = None
+    #: the ``model_type`` of the multimodal config.json whose ``text_config`` this language model is (a wrapper
+    #: beside a vision encoder: ``gemma3``, ``llama4``; a preset of the text_config alone states it as ``wrapper``):
+    #: what an engine reading that file sees (TGI's launcher: :func:`symllm.costs.engine_memory.warmup_tokens`);
+    #: None: the config.json is the language model's own
+    wrapper: str | None = None
+    #: the language model's config.json values of the keys an engine reads by name whatever the family
+    #: (:data:`symllm.arch.families.hf.STATED`), as ``((key, value), ...)``: a family may read a width under
+    #: another key (Qwen3-MoE's experts: ``moe_intermediate_size``); None: not read from a config.json
+    stated: tuple | None = None
     #: the weight format the config.json's ``quantization_config`` states (:mod:`symllm.arch.quantization`; a name
     #: of :data:`symllm.costs.formats.FORMATS`): β_w unless a workload's weight_format overrides it; None: none
     weight_format: str | None = None
@@ -525,9 +534,10 @@ class ModelConfig:
             {**kind_fields(kind), "count": count} for kind, count in self.layers]  # fields off their default said
         out.update(mtp_kinds=[kind_fields(k) for k in self.mtp_kinds]) if self.mtp_kinds else out.pop("mtp_kinds")
         for key in ("weight_format", "weight_format_source", "weight_format_kept", "kv_dtype",
-                    "kv_dtype_source", "ssm_dtype", "tp_plan"):  # only a quantized (a hybrid's, ...) config says them
+                    "kv_dtype_source", "ssm_dtype", "tp_plan", "wrapper"):  # only a quantized (...) config says them
             if out[key] is None:
                 del out[key]
+        del out["stated"]  # what a config.json said, not a field of symllm's own config
         return out
 
 

@@ -13,8 +13,8 @@ from math import ceil
 
 from symllm.arch.catalogue import resolve
 
-__all__ = ["SCHEDULER", "prefill_step", "prefill_admits", "prefill_forward_tokens", "default_max_num_seqs",
-           "default_max_num_batched_tokens", "trtllm_bench_settings"]
+__all__ = ["SCHEDULER", "prefill_step", "forward_budget", "prefill_admits", "prefill_forward_tokens",
+           "default_max_num_seqs", "default_max_num_batched_tokens", "trtllm_bench_settings"]
 
 #: Each engine's scheduler defaults where the user gives none: its prefill budget a step (vLLM's
 #: ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``, TensorRT-LLM's ``max_num_tokens``) and the most
@@ -168,7 +168,19 @@ SCHEDULER = {
                                  "SequenceManager.cc, Transaction::Commit (lines 330-350): each active sequence takes "
                                  "min(its input, what is left), a decode one token, a prompt cut to the rest; "
                                  "LlamaBatch::Forward (lines 1480-1500): the decodes first, then the prefills, in one "
-                                 "mini-batch while sum(Q) <= max_forward_token_num: one forward"},
+                                 "mini-batch while sum(Q) <= max_forward_token_num: one forward",
+                 "forward": "turbomind",
+                 "forward_source": "TurboMind at v0.10.2 (f36aa71): a forward's tokens, decodes and prompts' "
+                                   "chunks together, are AdjustMaxInputCount's (LlamaBatch.cc lines 452-480): "
+                                   "ceil((remaining inputs - batch) / max_prefill_iters) + batch (its "
+                                   "window of the last max_prefill_iters such counts, constant in a steady "
+                                   "state, not modelled), at least num_tokens_per_iter (line 477: "
+                                   "max_prefill_token_num, turbomind.py lines 251-254), at most "
+                                   "max_forward_token_num (line 479) = max_prefill_token_num + max_batch_size "
+                                   "(LlamaTritonModel.cc lines 362-363) rounded up to the attention's tensor ranks "
+                                   "(line 389); max_prefill_iters = ceil(session_len / max_prefill_token_num) "
+                                   "(turbomind.py lines 255-256), session_len the config's max_position_embeddings "
+                                   "(utils.py _get_and_verify_max_len, 2048 where it states none)"},
     "hf": {"mixed": "static",
            "mixed_source": "transformers 5.23.0, generation/utils.py, GenerationMixin._sample (lines 3122-3240; read "
                            "2026-11-29): self._prefill runs the batch's prompts in one forward (lines 4269-4320: "
@@ -212,6 +224,27 @@ def prefill_step(engine, context: int = 0) -> str:
     if past is not None and context > past:
         return "chunked"
     return rule.get("mixed", "separate")
+
+
+def forward_budget(engine, budget: int, running, prompts, tokens, *, seqs: int | None = None,
+                   session: int | None = None, tp: int = 1) -> int:
+    """The most tokens one forward of ``engine`` runs, decodes and prompts' chunks together, with ``running``
+    decodes and ``prompts`` prompts of ``tokens`` tokens in all waiting, its prefill budget ``budget``
+    (:data:`SCHEDULER`'s ``forward``): the budget, for an engine that declares no rule; ``turbomind`` (lmdeploy
+    v0.10.2's ``AdjustMaxInputCount``): ``min(max(⌈(tokens − prompts) / iters⌉ + running + prompts, budget),
+    ⌈(budget + seqs) / tp⌉·tp)``, ``iters = ⌈session / budget⌉`` (``session`` the model's positions, 2048 where
+    none), ``seqs`` its ``max_batch_size``, ``tp`` the tensor ranks.
+
+    >>> forward_budget("vllm", 8192, 100, 1, 40000, seqs=1024)
+    8192
+    >>> [forward_budget("lmdeploy", 8192, 1000, 4, 40000, seqs=1024, session=s) for s in (4096, 131072)]
+    [9216, 8192]
+    """
+    if _scheduler(engine)[1].get("forward") != "turbomind":
+        return budget
+    iters = ceil(Fraction(session or 2048, budget))
+    wanted = ceil(Fraction(tokens - prompts) / iters + running + prompts)
+    return min(max(wanted, budget), ceil(Fraction(budget + (seqs or 0), tp)) * tp)
 
 
 def prefill_admits(engine) -> str:

@@ -170,27 +170,48 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     shared))``), where above ``minimum`` (100), else ``default`` (4096); at most ``max_position_embeddings``;
     unquantized, at most ``vram_maximum``: ``(memory · shards · fraction · 0.95 − model_vram) // token_vram`` with
     ``model_vram = 2·(L·((h + 2kv)·d_h + h·d_h·d + 3·d_ff·E·d) + 2·d·V)`` (its attention term has no ``d``, as
-    written) and ``token_vram = 4·kv·d_h·L + 6·E·(d_ff + d_ff // 2)``, ``E`` the routed experts (1 if dense).
+    written) and ``token_vram = 4·kv·d_h·L + 6·E·(d_ff + d_ff // 2)``. Each size is config.json's own key as the
+    launcher reads it (``ModelConfig.stated``; the model's where a config states none): ``d_ff`` its
+    ``intermediate_size``, a mixture's dense width where it names its experts' otherwise (Qwen3-MoE, DeepSeek), ``k``
+    ``num_experts_per_tok`` (1), ``shared`` ``n_shared_experts`` (0), ``E`` ``num_local_experts`` (1): no case for
+    a mixture.
     ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
     ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
+    A multimodal config.json (``wrapper``: the language model is its ``text_config``) has no ``compute_optimal``
+    (``Config::flop`` is None beside a ``vision_config``) and no bound (its sizes and positions are not at its top
+    level, where the launcher reads them): ``wrapper_default`` by its ``model_type`` (``gemma3`` 8000), else 4096.
 
     >>> from symllm.costs import accelerators
     >>> h100, h200 = accelerators.gpu("h100-sxm"), accelerators.gpu("h200")
     >>> warmup_tokens(rule("tgi"), "llama3.1-8b", h100), warmup_tokens(rule("tgi"), "llama3.1-8b", h200)
     (59870, 65791)
+    >>> warmup_tokens(rule("tgi"), "gemma-3-27b", h100), warmup_tokens(rule("tgi"), "llama4-scout-17b-16e", h100)
+    (8000, 4096)
     """
     own = r.get("warmup")
     if not own:
         return None
     from symllm.arch.catalogue import resolve
     cfg = resolve(config)
-    d, h, kv, d_h, layers = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.n_layers
-    if cfg.hidden_dim is not None:
+    if cfg.wrapper is not None:
+        return own["wrapper_default"].get(cfg.wrapper, own["default"])
+    # config.json's keys as RawConfig reads them (the sizes a preset leaves to their defaults: the model's)
+    stated = dict(cfg.stated or ())
+    d, layers = stated.get("hidden_size", cfg.dim), stated.get("num_hidden_layers", cfg.n_layers)
+    h = stated.get("num_attention_heads", cfg.n_heads)
+    kv = stated.get("num_key_value_heads", h if cfg.stated is not None else cfg.n_kv_heads)
+    d_h = stated.get("head_dim", d // h if cfg.stated is not None else cfg.head_dim)
+    if "intermediate_size" in stated:  # the dense layers' width where a family states its experts' elsewhere
+        d_ff = stated["intermediate_size"]
+    elif cfg.hidden_dim is not None:
         d_ff = cfg.hidden_dim
     else:  # Meta's rounding (SymPy): only where the config states no width
         from symllm.arch.resolved import hidden_dim
         d_ff = hidden_dim(config)
-    active = (cfg.experts_per_token or 1) + (cfg.n_shared_experts or 0)
+    if cfg.stated is not None:  # its own keys only (DeepSeek's n_routed_experts is not num_local_experts: 1)
+        active = stated.get("num_experts_per_tok", 1) + stated.get("n_shared_experts", 0)
+    else:
+        active = (cfg.experts_per_token or 1) + (cfg.n_shared_experts or 0)
     flop = layers * (6 * h * d_h * d + 4 * kv * d_h * d + 6 * d * d_ff * active)
     card = own["card_f16_tflops"].get(gpu.name)
     optimal = int(card) * 10 ** 12 * tp // flop if card is not None else None
@@ -198,7 +219,7 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     if cfg.max_positions is not None:
         tokens = min(tokens, cfg.max_positions)
     if not quantized:
-        experts = cfg.n_experts or 1
+        experts = stated.get("num_local_experts", 1) if cfg.stated is not None else cfg.n_experts or 1
         model = 2 * (layers * ((h + 2 * kv) * d_h + h * d_h * d + 3 * d_ff * experts * d) + 2 * d * cfg.vocab_size)
         room = int(gpu.usable * tp * fraction * Fraction(own["wiggle"])) - model
         if room >= 0:

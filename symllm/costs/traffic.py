@@ -170,7 +170,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     binding = min(limits, key=limits.get)  # the first named of equals
     most = limits[binding]
     fill = partial(batching.prefill_forward_tokens, work.engine, seq=s, budget=budget)  # a forward of its own
-    load = dict(s=s, n=n, mode=mode, fill=fill, budget=budget, most=most, concurrency=concurrency, rate=rate)
+    # the most tokens a forward runs, decodes and chunks together (TurboMind's more than its prefill budget)
+    from symllm.arch.catalogue import resolve
+    forward = partial(batching.forward_budget, work.engine, budget, seqs=ceiling, tp=work.tp,
+                      session=resolve(config).max_positions)
+    load = dict(s=s, n=n, mode=mode, fill=fill, forward=forward, most=most, concurrency=concurrency, rate=rate)
     expected = _schedule(lambda t: t["expected"], time, **load)
     # the same schedule with each step at the roofline's (hardware.roofline: its own prefill_compute_s,
     # prefill_gemm_s, decode_gemm_s and decode_token_s)
@@ -181,12 +185,14 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
             **({"request_rate": float(rate)} if rate is not None else {}), "bound": bound}
 
 
-def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most: int, concurrency,
+def _schedule(clock, time, *, s: int, n: int, mode: str, fill, forward, most: int, concurrency,
               rate) -> dict:
     """The figures under load (module docstring) with each step timed by ``clock`` (the ``time`` group -> the
     group of times it reads: ``time.expected``, or the roofline's own); ``time(batch, seq, context)`` the
     ``time`` group at a point; ``most`` the most sequences that run; ``fill``: the tokens a forward of prompts of
-    its own takes of the prompts waiting (:func:`symllm.costs.batching.prefill_forward_tokens`); ``concurrency``, or
+    its own takes of the prompts waiting (:func:`symllm.costs.batching.prefill_forward_tokens`);
+    ``forward(running, prompts, tokens)``: the most tokens a forward runs
+    (:func:`symllm.costs.batching.forward_budget`); ``concurrency``, or
     ``rate``
     requests a second. The one schedule both :func:`under_load`'s expected figures and its bound run."""
     one = clock(time(1, s))
@@ -233,7 +239,7 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                 together = _admitted(gemms, admitted, s, fill, attention)
                 extra = extra if together is None else together / admitted
             else:  # its chunks in the decode step's forward, one GEMM of c + q rows
-                chunk = s if mode == "whole" else min(s, max(1, budget - c))
+                chunk = s if mode == "whole" else min(s, max(1, forward(c, 1, s) - c))
                 # the decode step's GEMMs, less the bound's decodes' attention core, which a decode step alone hides
                 # under its stream and a step with a prompt's rows (compute-bound) does not
                 alone = Fraction(decode["decode_gemm_s"])
@@ -251,7 +257,8 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, budget: int, most
                         extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
                 else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
                     # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
-                    extra = min(_together(gemms, c, joins * s, joins, budget, alone, attention) or extra, prompt)
+                    extra = min(_together(gemms, c, joins * s, joins, forward(c, joins, joins * s), alone,
+                                           attention) or extra, prompt)
             step = Fraction(decode["decode_token_s"]) + joins * extra
             ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step

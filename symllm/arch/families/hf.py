@@ -62,6 +62,11 @@ HF_UNMODELLED = {
     "vision_config": "a vision encoder",
 }
 
+#: config.json keys an engine reads by name, whatever the family (TGI v3.3.6's launcher, RawConfig: its own count of
+#: a token's FLOPs), kept as stated (ModelConfig.stated)
+STATED = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers",
+          "head_dim", "num_experts_per_tok", "n_shared_experts", "num_local_experts")
+
 #: model types of the LLaMA family symllm knows but does not model yet, and why
 HF_NOT_YET: dict[str, str] = {}
 
@@ -402,7 +407,7 @@ def read(raw: dict, build: Callable):
     if raw.get("quantization_config") is not None:  # the weight format it states (read whole, or refused)
         from symllm.arch import quantization
         quantized = quantization.fields(raw["quantization_config"])
-    prefix, note = "", None
+    prefix, note, wrapper = "", None, None
     if kind in family.aliases:  # built as this family, config and all
         raw = {**raw, "model_type": family.model_type}
         note = f"model_type {kind} is read as {family.model_type}, as transformers builds it"
@@ -423,6 +428,7 @@ def read(raw: dict, build: Callable):
         raw = {**inner, **outer, "model_type": family.model_type}  # transformers builds this family
         prefix = "text_config."
         note = f"the language model (text_config) is counted; {towers} not"
+        wrapper = kind
     renamed = {}
     for shared, own in family.attribute_map.items():  # one attribute under two names (MptConfig's d_model)
         if own in raw:
@@ -434,6 +440,10 @@ def read(raw: dict, build: Callable):
         fields = _fields(raw, family)
         if note:
             fields["note"] = note
+        if wrapper:
+            fields["wrapper"] = wrapper
+        fields["stated"] = tuple((key, raw[key]) for key in STATED
+                                 if isinstance(raw.get(key), int) and not isinstance(raw.get(key), bool))
         return build(**fields, **quantized)
     except SymllmError as e:  # name the field as the user's file does
         key, _, rest = str(e).partition(":")
