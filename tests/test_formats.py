@@ -198,13 +198,11 @@ def test_which_tensors_stay_unquantized():
 
 
 def test_bad_formats_refused():
-    """Unknown names and GGUF on a mixture of experts are one-line errors, not wrong numbers."""
+    """Unknown names and rows a format cannot hold are one-line errors, not wrong numbers."""
     with pytest.raises(SymllmError, match="^weight_format: unknown 'q4'"):
         F.weight_bytes("llama3.1-8b", "q4")
     with pytest.raises(SymllmError, match="weight_format: unknown 'gguf:Q9_K'"):
         F.weight_bytes("llama3.1-8b", "gguf:Q9_K")
-    with pytest.raises(SymllmError, match="^weight_format: llama.cpp's Q4_K_M is for dense models"):
-        F.weight_bytes("mixtral-8x7b", "Q4_K_M")
     with pytest.raises(SymllmError, match="^weight_format: awq needs rows"):
         F.tensor_bytes("awq", 100, 4096)
 
@@ -222,7 +220,7 @@ def test_workload_weight_format_checked():
 def test_count_shows_weight_format(cli):
     """`count --json --weight-format Q4_K_M`: the format's bytes (llama-bench's 4.58 GiB for Llama-3.1-8B)
     and bits per weight beside the bf16 weights (2 bytes × 8,030,261,248 published parameters); the
-    table shows them too; a MoE model in a GGUF file type is one error line, exit 2."""
+    table shows them too; a mixture of experts in a GGUF file type is priced too (exit 0)."""
     r = cli(["count", "llama3.1-8b", "--json", "--weight-format", "Q4_K_M"])
     assert r.code == 0
     f = json.loads(r.out)["weight_format"]
@@ -232,8 +230,7 @@ def test_count_shows_weight_format(cli):
     r = cli(["count", "llama3.1-8b", "--weight-format", "Q8_0"])
     assert r.code == 0 and "weights in Q8_0" in r.out and "7.95 GiB" in r.out
     r = cli(["count", "mixtral-8x7b", "--weight-format", "Q4_K_M"])
-    assert r.code == 2 and r.err.strip().splitlines() == [
-        "symllm: error: weight_format: llama.cpp's Q4_K_M is for dense models; MoE: F16, BF16 or gguf:TYPE"]
+    assert r.code == 0 and "weights in Q4_K_M" in r.out
 
 
 def test_gguf_mixture_of_experts_bytes_by_hand():
@@ -247,6 +244,49 @@ def test_gguf_mixture_of_experts_bytes_by_hand():
     assert r["tensors"]["blk.31.ffn_down_exps.weight"] == dict(type="F16", count=1, elements=n_e * d * d_ff,
                                                                bytes=2 * n_e * d * d_ff)
     assert F.weight_bytes("mixtral-8x7b", "gguf:Q8_0")["total"] == matrices // 32 * 34 + 4 * f32
+
+
+#: Q4_K_M's use_more_bits(i, 32) layers (i < 4, i >= 28, (i - 4) % 3 == 2), by hand
+_MORE_BITS_32 = [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]
+
+
+def test_mixtral_q4_k_m_by_hand():
+    """Mixtral-8x7B Q4_K_M by hand from llama.cpp's llama_tensor_get_type (src/llama-quant.cpp at
+    ggml-org/llama.cpp 007dbbf3, read 2026-11-29): with expert_count == 8, attn_k and attn_v Q8_0 (34 bytes a 32)
+    and attn_output Q5_K (176 a 256); ffn_down_exps Q6_K (210 a 256) in the 16 use_more_bits blocks (block from
+    the name), Q4_K (144 a 256) elsewhere; gate and up experts and attn_q Q4_K; token_embd Q4_K, output
+    Q6_K; norms and the router F32."""
+    V, d, L, kv, d_ff, n_e = 32000, 4096, 32, 1024, 14336, 8
+    q4, q5, q6, q8 = (lambda n: n // 256 * 144), (lambda n: n // 256 * 176), (lambda n: n // 256 * 210), \
+        (lambda n: n // 32 * 34)
+    experts = n_e * d * d_ff
+    layer = q4(d * d) + 2 * q8(d * kv) + q5(d * d) + 2 * q4(experts) + 4 * (2 * d + n_e * d)
+    total = L * layer + 16 * q6(experts) + 16 * q4(experts) + q4(V * d) + q6(V * d) + 4 * d
+    r = F.weight_bytes("mixtral-8x7b", "Q4_K_M")
+    assert r["total"] == total
+    t = {n: v["type"] for n, v in r["tensors"].items()}
+    assert [i for i in range(L) if t[f"blk.{i}.ffn_down_exps.weight"] == "Q6_K"] == _MORE_BITS_32
+    assert (t["blk.5.attn_v.weight"], t["blk.5.attn_k.weight"], t["blk.5.attn_output.weight"],
+            t["blk.5.ffn_gate_exps.weight"], t["blk.5.ffn_gate_inp.weight"]) == ("Q8_0", "Q8_0", "Q5_K", "Q4_K", "F32")
+
+
+def test_many_experts_q4_k_m_types():
+    """Qwen3-30B-A3B (128 experts, 48 blocks) Q4_K_M: no 8-expert rule, so attn_k and attn_output stay Q4_K;
+    attn_v and ffn_down_exps Q6_K where use_more_bits(i, 48): i < 6, i >= 42, (i - 6) % 3 == 2 (by hand);
+    its llama-bench size is in tests/data/published_file_sizes.json (17.28 GiB)."""
+    t = {n: v["type"] for n, v in F.weight_bytes("qwen3-30b-a3b", "Q4_K_M")["tensors"].items()}
+    six = [0, 1, 2, 3, 4, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35, 38, 41, 42, 43, 44, 45, 46, 47]
+    for what in ("attn_v", "ffn_down_exps"):
+        assert [i for i in range(48) if t[f"blk.{i}.{what}.weight"] == "Q6_K"] == six
+    assert {t["blk.7.attn_k.weight"], t["blk.7.attn_output.weight"], t["blk.7.ffn_up_exps.weight"]} == {"Q4_K"}
+
+
+def test_hybrid_attn_v_counts_attention_layers():
+    """Nemotron-H-8B: 4 of its 52 layers are attention; llama.cpp's attn_v rule counts the attn_v tensors
+    (i_attention_wv of n_attention_wv = 4), so use_more_bits(k, 4) picks k = 2 ((k - 0) % 3 == 2) and
+    k = 3 (k >= 7·4/8 = 3): the third and fourth attention layers in Q6_K, by hand."""
+    t = F.weight_bytes("nemotron-h-8b", "Q4_K_M")["tensors"]
+    assert [v["type"] for n, v in t.items() if n.endswith(".attn_v.weight")] == ["Q4_K", "Q4_K", "Q6_K", "Q6_K"]
 
 
 _ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}

@@ -54,17 +54,24 @@ stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay `
 * NVFP4: 16 four-bit values (8 bytes) and one E4M3 scale byte per block: 9 bytes per 16, plus one fp32
   per-tensor scale (``weight_scale_2``).
 
-**llama.cpp's named file types** (:data:`FILE_TYPES`; ``src/llama-quant.cpp``, ``llama_tensor_get_type``,
-no importance matrix, llama architecture, dense models only): the base type of the file type (Q4_K for
-Q4_K_M/Q4_K_S, Q5_K for Q5_K_M/Q5_K_S, Q6_K, Q8_0, Q4_0) for every quantized tensor, except:
+**llama.cpp's named file types** (:data:`FILE_TYPES`; ``src/llama-quant.cpp``, ``llama_tensor_get_type``
+at ggml-org/llama.cpp 007dbbf3, read 2026-11-29; no importance matrix, dense or mixture of experts): the base type
+of the file type (Q4_K for Q4_K_M/Q4_K_S, Q5_K for Q5_K_M/Q5_K_S, Q6_K, Q8_0, Q4_0) for every quantized
+tensor, the routed experts' 3-D ``ffn_*_exps`` included, except:
 
 * ``output.weight`` (or, with tied embeddings, ``token_embd.weight``): Q8_0 if its rows are not a multiple
   of the base type's block, else Q6_K unless the base type is Q8_0;
-* ``attn_v.weight``: Q6_K in Q4_K_M and Q5_K_M for the layers ``use_more_bits(i, n)`` picks
-  (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division), Q5_K in Q4_K_S for the first 4 layers;
-  then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: 80 layers and ``n_head != n_head_kv``),
-  Q3_K/Q4_K become Q5_K;
-* ``ffn_down``: Q6_K in Q4_K_M and Q5_K_M where ``use_more_bits``; Q5_K in Q4_K_S for ``i < n/8``;
+* ``attn_v.weight``: Q6_K in Q4_K_M and Q5_K_M for the ``attn_v`` tensors ``use_more_bits(i, n)`` picks
+  (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division; ``i`` counts the model's ``attn_v``
+  tensors in block order and ``n`` is their number: a hybrid's attention layers only), Q5_K in Q4_K_S for the
+  first 4; then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: a dense llama of 80 layers and
+  ``n_head != n_head_kv``), Q3_K/Q4_K become Q5_K;
+* with exactly 8 experts (``expert_count``, Mixtral): ``attn_v`` and ``attn_k`` Q8_0 in every file type, and
+  ``attn_output`` Q5_K in Q4_K_S and Q4_K_M;
+* ``ffn_down``, ``ffn_down_exps`` and a shared expert's ``ffn_down``: Q6_K in Q4_K_M and Q5_K_M where
+  ``use_more_bits(i, n)``, Q5_K in Q4_K_S for ``i < n/8``, ``n`` the number of blocks and ``i`` the block (a
+  mixture of experts: ``layer_info`` reads it from the name) or, dense, the count of ``ffn_down`` tensors
+  before it (``i_ffn_down``); the gate and up experts keep the base type;
 * a tensor whose rows are not a multiple of its type's block falls back: Q4_K → Q5_0, Q5_K → Q5_1,
   Q6_K → Q8_0, Q2_K/Q3_K/IQ types → IQ4_NL, then F16 if that block does not fit either.
 
@@ -393,17 +400,29 @@ def gguf_tensors(config) -> list[dict]:
 
 def gguf_types_modelled(config, fmt: str) -> bool:
     """Whether :func:`weight_bytes` knows the GGML type of every tensor of ``config`` in the GGUF format
-    ``fmt``: a dense model in any file type (:data:`FILE_TYPES`) or ``gguf:TYPE``; a mixture of experts in
-    ``gguf:TYPE``, F16 or BF16 only (llama.cpp's per-tensor choices for experts in Q4_K_M, ... are not
-    modelled: names and shapes are still checked).
+    ``fmt``: any llama.cpp file type (:data:`FILE_TYPES`) or ``gguf:TYPE``, dense or mixture of experts
+    (``config`` is kept for the callers that ask per model).
 
-    >>> gguf_types_modelled("mixtral-8x7b", "F16"), gguf_types_modelled("mixtral-8x7b", "Q4_K_M")
+    >>> gguf_types_modelled("mixtral-8x7b", "Q4_K_M"), gguf_types_modelled("mixtral-8x7b", "awq")
     (True, False)
     """
-    if not (fmt in FILE_TYPES or fmt.startswith("gguf:")):
-        return False
-    return (fmt.startswith("gguf:") or FILE_TYPES[fmt] in ("F16", "BF16")
-            or not any(t["kind"] in ("experts", "router") for t in tensors(spec_for(config))))
+    return fmt in FILE_TYPES or fmt.startswith("gguf:")
+
+
+def _counters(gts: list[dict], n_expert: int, n_layers: int) -> dict[str, tuple[int, int]]:
+    """GGUF tensor name -> (the position, the count) llama.cpp's file-type rule reads for it, where that is not
+    (its block, the number of blocks): ``attn_v`` counts the ``attn_v`` tensors in block order
+    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only); a dense model's ``ffn_down``
+    counts the ``ffn_down`` tensors (``i_ffn_down``) of the number of blocks; with experts (``n_expert > 1``) the
+    block index is read from the name (``layer_info``), so nothing is listed."""
+    out = {}
+    v = sorted((t["layer"], t["name"]) for t in gts if t["name"].endswith(".attn_v.weight"))
+    out.update({name: (k, len(v)) for k, (_, name) in enumerate(v)})
+    if n_expert <= 1:
+        down = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
+                      and t["name"].split(".", 2)[-1].startswith("ffn_down") and t["name"].endswith(".weight"))
+        out.update({name: (k, n_layers) for k, (_, name) in enumerate(down)})
+    return out
 
 
 def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
@@ -428,21 +447,23 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
         if pure is not None and pure not in GGML_TYPES:
             raise SymllmError(with_list(f"weight_format: unknown GGML type {short(pure, 20)} (known: ", GGML_TYPES,
                                         see="docs/formats.md", near=pure))
-        if not gguf_types_modelled(spec, fmt):
-            raise SymllmError(f"weight_format: llama.cpp's {fmt} is for dense models; MoE: F16, BF16 or gguf:TYPE")
         cfg = spec.config
-        n_layers = cfg.n_layers
+        n_layers, n_expert = cfg.n_layers, cfg.n_experts or 0
         has_output = any(t["kind"] == "head" for t in ts)
-        is_70b = n_layers == 80 and cfg.n_heads != cfg.n_kv_heads
-        for t in gguf_tensors(spec):
+        is_70b = not n_expert and n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
+        gts = gguf_tensors(spec)
+        place = _counters(gts, n_expert, n_layers)
+        for t in gts:
             name, i, n = t["name"], t["layer"], t["elements"]
             if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
                 kind = "F32"  # norms, biases, the router (convert_hf_to_gguf and llama-quantize keep them F32)
             elif pure is not None:
                 kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
             else:
-                kind = file_type_choice(fmt, name.split(".", 2)[-1] if i is not None else name, t["row"],
-                                        i, n_layers, has_output=has_output, is_70b=is_70b)
+                own = name.split(".", 2)[-1] if i is not None else name
+                at, of = place.get(name, (i, n_layers))
+                kind = file_type_choice(fmt, own, t["row"], at, of, has_output=has_output, is_70b=is_70b,
+                                        n_expert=n_expert)
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
         plain = {d: BYTES[d] for d in ("bf16", "fp16", "fp32")}

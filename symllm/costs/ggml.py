@@ -59,15 +59,23 @@ def _use_more_bits(i: int, n: int) -> bool:
 
 
 def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layers: int, *,
-                     has_output: bool = True, is_70b: bool = False) -> str:
+                     has_output: bool = True, is_70b: bool = False, n_expert: int = 0) -> str:
     """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
-    ``blk.{layer}.`` stripped) in the file type ``ftype`` (module docstring).
+    ``blk.{layer}.`` stripped) in the file type ``ftype`` (:mod:`symllm.costs.formats`' docstring).
+    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v``, the tensor's place
+    among the model's ``attn_v`` tensors and their number (``i_attention_wv``, ``n_attention_wv``); for the
+    ``ffn_down`` tensors the block index and the number of blocks. ``n_expert`` is the GGUF's
+    ``expert_count`` (0 dense): with exactly 8 (Mixtral), ``attn_v`` and ``attn_k`` are Q8_0 and, in Q4_K_S and
+    Q4_K_M, ``attn_output`` Q5_K.
 
     >>> [file_type_choice("Q4_K_M", "attn_v.weight", 4096, i, 32) for i in (0, 4, 6, 31)]
     ['Q6_K', 'Q4_K', 'Q6_K', 'Q6_K']
     >>> (file_type_choice("Q4_K_M", "output.weight", 4096, None, 32),
     ...  file_type_choice("Q8_0", "output.weight", 4096, None, 32))
     ('Q6_K', 'Q8_0')
+    >>> [file_type_choice("Q4_K_M", n, 4096, 4, 32, n_expert=8) for n in ("attn_v.weight", "attn_k.weight",
+    ...                                                                  "attn_output.weight", "ffn_down_exps.weight")]
+    ['Q8_0', 'Q8_0', 'Q5_K', 'Q4_K']
     """
     if ftype not in FILE_TYPES:
         raise SymllmError(with_list(f"weight_format: unknown file type {short(ftype, 20)} (known: ", FILE_TYPES,
@@ -89,7 +97,15 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
             new = "Q5_K"
         if is_70b and new in ("Q3_K", "Q4_K"):
             new = "Q5_K"
-    elif name == "ffn_down.weight":
+        if n_expert == 8:
+            new = "Q8_0"
+    elif name == "attn_k.weight":
+        if n_expert == 8:
+            new = "Q8_0"
+    elif name == "attn_output.weight":
+        if n_expert == 8 and ftype in ("Q4_K_S", "Q4_K_M"):
+            new = "Q5_K"
+    elif name.startswith("ffn_down"):  # the dense ffn_down, the experts' ffn_down_exps, a shared ffn_down_shexp
         if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
             new = "Q6_K"
         elif ftype == "Q4_K_S" and layer < n_layers // 8:
