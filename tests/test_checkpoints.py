@@ -386,8 +386,9 @@ def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli, family):
     """A Mixtral GGUF (the llama architecture with experts) and a Qwen3-MoE one (qwen3moe: q/k norms), F16,
     the experts merged per layer: verify agrees, exit 0; the config comes from the metadata (expert_count,
     expert_used_count: torch's parameter count); count's bytes are GGUFReader's and the formula's; a router
-    stored F16 is named; a Q4_K_M-labelled MoE file has its names and shapes checked, its types not
-    (llama.cpp's MoE choices are not modelled), and no formula."""
+    stored F16 is named; a Q4_K_M-labelled MoE file has its types checked too (llama.cpp's per-tensor choice
+    for a mixture of experts is modelled): its F16 token_embd is named, since rows of 32 hold no Q4_K block of
+    256 and llama_tensor_get_type falls back to Q5_0 (blocks of 32), by hand."""
     path, numel = _gguf_moe(tmp_path / "tiny-moe-F16.gguf", family)
     r = cli(["verify", path])
     assert r.code == 0 and "name, shape and dtype agrees" in " ".join(r.out.split()), r.out + r.err
@@ -403,8 +404,8 @@ def test_gguf_mixture_of_experts_verified_and_counted(tmp_path, cli, family):
     assert r.code == 1 and "wrong dtype: blk.0.ffn_gate_inp.weight is F16, the config says F32" in r.out
     q4, _ = _gguf_moe(tmp_path / "q4.gguf", family, file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
     r = cli(["verify", q4])
-    assert r.code == 0 and "types are not modelled" in " ".join(r.out.split()), r.out
-    assert json.loads(cli(["count", q4, "--json"]).out)["checkpoint"]["formula_bytes"] is None
+    assert r.code == 1 and "wrong dtype: token_embd.weight is F16, the config says Q5_0" in r.out, r.out
+    assert json.loads(cli(["count", q4, "--json"]).out)["checkpoint"]["formula_bytes"] is not None
 
 
 @pytest.mark.parametrize("family", ["qwen2", "qwen3"])
