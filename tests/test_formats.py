@@ -289,6 +289,34 @@ def test_hybrid_attn_v_counts_attention_layers():
     assert [v["type"] for n, v in t.items() if n.endswith(".attn_v.weight")] == ["Q4_K", "Q4_K", "Q6_K", "Q6_K"]
 
 
+def test_hybrid_blocks_numbered_as_the_model():
+    """GGUF's blk.N is the model's layer N: Nemotron-H-8B's hybrid_override_pattern
+    "M-M-M-M*-M-M-M-M-M*-..." (its config.json) puts attention ('*') at layers 7, 18, 29 and 40."""
+    names = [t["name"] for t in F.gguf_tensors("nemotron-h-8b") if t["name"].endswith(".attn_v.weight")]
+    assert names == [f"blk.{i}.attn_v.weight" for i in (7, 18, 29, 40)]
+
+
+def test_relu2_latent_experts_priced():
+    """Nemotron-3 Super's routed experts are ungated relu2 experts in the latent width (NemotronHExperts:
+    up_proj [d_ff, d_lm], down_proj [d_lm, d_ff]; config.json: moe_latent_size 1024, moe_intermediate_size
+    2688, n_routed_experts 512, 40 'E' layers in its hybrid_override_pattern), so every format prices them
+    (a refusal before): FP8 is 1 byte a weight and one fp32 scale per tensor. In GGUF Q4_K_M (by hand from
+    llama_tensor_get_type): rows of 1024 hold whole Q4_K blocks, rows of 2688 do not (2688 = 10.5·256), so
+    ffn_down_exps falls back Q6_K -> Q8_0 where use_more_bits(i, 88) (i < 11 or (i - 11) % 3 == 2 or i >= 77)
+    and Q4_K -> Q5_0 elsewhere; 'MEMEMEM*E...' puts the experts at blocks 1, 3, 5, 8, 10, 12, ...;
+    fc1_latent_proj is gguf-py's ffn_latent_down ([4096, 1024], Q4_K)."""
+    up = F.weight_bytes("nemotron-3-super-120b-a12b", "fp8")["tensors"]["moe_block/moe/experts/up"]
+    assert up == dict(type="fp8_e4m3", count=40 * 512, elements=40 * 512 * 2688 * 1024,
+                      bytes=40 * 512 * (2688 * 1024 + 4))
+    t = F.weight_bytes("nemotron-3-super-120b-a12b", "Q4_K_M")["tensors"]
+    downs = [n for n in t if n.endswith("ffn_down_exps.weight")]
+    assert downs[:6] == [f"blk.{i}.ffn_down_exps.weight" for i in (1, 3, 5, 8, 10, 12)] and len(downs) == 40
+    assert [t[f"blk.{i}.ffn_down_exps.weight"]["type"] for i in (1, 10, 12, 17, 19, 74, 79)] == [
+        "Q8_0", "Q8_0", "Q5_0", "Q5_0", "Q8_0", "Q5_0", "Q8_0"]
+    assert t["blk.1.ffn_up_exps.weight"]["type"] == t["blk.1.ffn_latent_down.weight"]["type"] == "Q4_K"
+    assert t["blk.1.ffn_latent_down.weight"]["elements"] == 4096 * 1024
+
+
 _ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}
 
 

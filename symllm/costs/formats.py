@@ -6,7 +6,8 @@ The tensors come from the component tree (:mod:`symllm.arch.components`): every 
 linear is a ``fan_out × fan_in`` matrix whose rows are ``fan_in`` long (``shape``) plus a ``fan_out`` bias
 when its parameters exceed ``fan_in·fan_out``; an embedding is ``V`` rows of ``d``; a norm is a vector;
 fused routed experts (:func:`~symllm.arch.components.experts`) are per expert a gate and an up matrix
-(``d_ff`` rows of ``d``) and a down matrix (``d`` rows of ``d_ff``). Element counts are the tree's closed
+(``d_ff`` rows of ``d``) and a down matrix (``d`` rows of ``d_ff``); Nemotron-H's ungated relu2 experts an up
+and a down matrix only, of ``d`` or, Nemotron-3 Super's latent experts, of ``d_lm``. Element counts are the tree's closed
 forms evaluated at the spec's numbers; a tied lm_head (0 parameters) stores nothing.
 
 **Which kinds of weight each format quantizes** (:data:`QUANTIZES`; every other tensor, biases included,
@@ -239,9 +240,15 @@ def _own(comp, path, count, layer, values) -> list[dict]:
                                                              rows=1, ndim=1)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
+        for width in (S.d, S.d_lm):  # Nemotron-H's ungated relu2 experts: up and down only, of d or latent d_lm
+            if (comp.params - 2 * width * S.d_ff * S.n_e).expand() == 0:
+                w = _int(width, values)
+                return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
+                        for p, r, o in (("up", w, d_ff), ("down", d_ff, w))]
         biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
         if biases not in (0, (2 * d_ff + d) * n_e):
-            raise SymllmError(f"weight_format: {path} holds {n} weights, not 3·d·d_ff·n_e")
+            raise SymllmError(f"weight_format: the routed experts ({path}) are neither SwiGLU (3·d·d_ff each) nor "
+                              "relu2 (2·d·d_ff each): no per-tensor layout for them")
         # each marked with the experts' own path (``experts``): a checkpoint may store them fused, per layer
         out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
                for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
@@ -392,7 +399,9 @@ def gguf_tensors(config) -> list[dict]:
         shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
         if experts:
             shape.append(n_e)
-        for i in [None] if t["layer"] is None else range(t["layer"], t["layer"] + copies):
+        blocks = t["positions"] if t["positions"] and len(t["positions"]) == copies else \
+            range(t["layer"], t["layer"] + copies) if t["layer"] is not None else [None]
+        for i in blocks:  # a hybrid's layers by their index in the model (GGUF's blk.N is HF's layers.N)
             out.append(dict(name=_gguf_name(t, i), shape=list(shape), row=t["row"], elements=prod(shape), layer=i,
                             kind=t["kind"], ndim=t["ndim"]))
     return out

@@ -195,10 +195,12 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
                       width=d_lm if latent else d),)
     if latent:  # NemotronHMoE: fc2_latent_proj(experts(fc1_latent_proj(x))); replicated (vLLM's ReplicatedLinear)
         rules = Rules("replicated", lora=(), weight="linear", stacks=(), label="latent experts (Nemotron-3 Super)")
-        down = linear("fc2_latent_proj", d_lm, d, latent_bias, rules=dataclasses.replace(rules, hf="fc2_latent_proj"),
+        # GGUF (gguf-py's nemotron_h mapping): fc1_latent_proj is ffn_latent_down, fc2_latent_proj ffn_latent_up
+        down = linear("fc2_latent_proj", d_lm, d, latent_bias,
+                      rules=dataclasses.replace(rules, hf="fc2_latent_proj", gguf="ffn_latent_up"),
                       doc=f"self.fc2_latent_proj = nn.Linear(moe_latent_size, hidden_size, bias={latent_bias})")
         routed = (linear("fc1_latent_proj", d, d_lm, latent_bias,
-                         rules=dataclasses.replace(rules, hf="fc1_latent_proj"),
+                         rules=dataclasses.replace(rules, hf="fc1_latent_proj", gguf="ffn_latent_down"),
                          doc=f"self.fc1_latent_proj = nn.Linear(hidden_size, moe_latent_size, bias={latent_bias})"),
                   *routed,
                   down.replace(saved=beta_a * T * d_lm))  # its input, the routed sum in the latent width
