@@ -317,6 +317,28 @@ def test_relu2_latent_experts_priced():
     assert t["blk.1.ffn_latent_down.weight"]["elements"] == 4096 * 1024
 
 
+def test_mpt_gguf_names_and_q4_k_m_by_hand():
+    """MPT-7B as llama.cpp's converter names it: each HF module's GGUF name is gguf-py's TensorNameMap for
+    MODEL_ARCH.MPT (transformer.blocks.N.attn.Wqkv -> blk.N.attn_qkv, ...), shapes from its config (d 4096,
+    32 layers, d_ff 16384, vocab 50432, tied, no biases). Q4_K_M by hand (llama-quant.cpp at 007dbbf3):
+    attn_qkv is attn_v-like (category_is_attn_v), so it and ffn_down are Q6_K (210 bytes a 256) in the 16
+    use_more_bits layers and Q4_K (144 a 256) elsewhere; the tied token_embd takes output's Q6_K; norms F32."""
+    hf = {"token_embd": "transformer.wte", "blk.0.attn_norm": "transformer.blocks.0.norm_1",
+          "blk.0.attn_qkv": "transformer.blocks.0.attn.Wqkv", "blk.0.attn_output": "transformer.blocks.0.attn.out_proj",
+          "blk.0.ffn_norm": "transformer.blocks.0.norm_2", "blk.0.ffn_up": "transformer.blocks.0.ffn.up_proj",
+          "blk.0.ffn_down": "transformer.blocks.0.ffn.down_proj", "output_norm": "transformer.norm_f"}
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.MPT, 32)
+    ours = [t["name"].removesuffix(".weight") for t in F.gguf_tensors("mpt-7b") if t["layer"] in (None, 0)]
+    assert ours == [names.get_name(hf[n]) for n in ours] == list(hf)
+    V, d, L, d_ff = 50432, 4096, 32, 16384
+    q4, q6 = (lambda n: n // 256 * 144), (lambda n: n // 256 * 210)
+    total = (q6(V * d) + 4 * d + L * (2 * 4 * d + q4(d * d) + q4(d * d_ff))
+             + 16 * (q6(3 * d * d) + q6(d_ff * d)) + 16 * (q4(3 * d * d) + q4(d_ff * d)))
+    r = F.weight_bytes("mpt-7b", "Q4_K_M")
+    assert r["total"] == total
+    assert [i for i in range(L) if r["tensors"][f"blk.{i}.attn_qkv.weight"]["type"] == "Q6_K"] == _MORE_BITS_32
+
+
 _ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3"}
 
 

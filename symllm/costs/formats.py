@@ -62,7 +62,8 @@ tensor, the routed experts' 3-D ``ffn_*_exps`` included, except:
 
 * ``output.weight`` (or, with tied embeddings, ``token_embd.weight``): Q8_0 if its rows are not a multiple
   of the base type's block, else Q6_K unless the base type is Q8_0;
-* ``attn_v.weight``: Q6_K in Q4_K_M and Q5_K_M for the ``attn_v`` tensors ``use_more_bits(i, n)`` picks
+* ``attn_v.weight`` (and MPT's fused ``attn_qkv``, which llama.cpp ranks with it: ``category_is_attn_v``):
+  Q6_K in Q4_K_M and Q5_K_M for the ``attn_v`` tensors ``use_more_bits(i, n)`` picks
   (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division; ``i`` counts the model's ``attn_v``
   tensors in block order and ``n`` is their number: a hybrid's attention layers only), Q5_K in Q4_K_S for the
   first 4; then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: a dense llama of 80 layers and
@@ -94,7 +95,7 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
+from symllm.costs.ggml import ATTN_V_LIKE, FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
@@ -374,8 +375,8 @@ def _gguf_name(t: dict, i: int | None) -> str:
     leaf = leaf.removesuffix(".bias")
     own = GGUF_EXPERTS.get(leaf) if t["kind"] == "experts" else t["gguf"]  # a component's own (Rules.gguf)
     if not own:
-        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (llama architecture, with or "
-                          "without routed experts)")
+        raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (symllm names llama-like models, "
+                          "MPT and Nemotron-H: docs/formats.md)")
     name = f"{own}.{suffix}"
     return f"blk.{i}.{name}" if i is not None else name
 
@@ -421,11 +422,13 @@ def gguf_types_modelled(config, fmt: str) -> bool:
 def _counters(gts: list[dict], n_expert: int, n_layers: int) -> dict[str, tuple[int, int]]:
     """GGUF tensor name -> (the position, the count) llama.cpp's file-type rule reads for it, where that is not
     (its block, the number of blocks): ``attn_v`` counts the ``attn_v`` tensors in block order
-    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only); a dense model's ``ffn_down``
+    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only; with ``attn_qkv`` and
+    ``attn_kv_b``, :data:`~symllm.costs.ggml.ATTN_V_LIKE`); a dense model's ``ffn_down``
     counts the ``ffn_down`` tensors (``i_ffn_down``) of the number of blocks; with experts (``n_expert > 1``) the
     block index is read from the name (``layer_info``), so nothing is listed."""
     out = {}
-    v = sorted((t["layer"], t["name"]) for t in gts if t["name"].endswith(".attn_v.weight"))
+    v = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
+               and t["name"].split(".", 2)[-1] in ATTN_V_LIKE)
     out.update({name: (k, len(v)) for k, (_, name) in enumerate(v)})
     if n_expert <= 1:
         down = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None

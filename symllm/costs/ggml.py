@@ -16,7 +16,7 @@ from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
 __all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice", "prompt_passes", "PROMPT_F32_OPS",
-           "KQ_MASK_PAD", "scores_moment"]
+           "KQ_MASK_PAD", "scores_moment", "ATTN_V_LIKE"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -54,6 +54,11 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     return n // block * size
 
 
+#: the tensors llama.cpp's quantizer treats as ``attn_v`` (``category_is_attn_v``: MPT's and Phi-3's fused
+#: ``attn_qkv``, MLA's ``attn_kv_b``), counted together (``n_attention_wv``)
+ATTN_V_LIKE = ("attn_v.weight", "attn_qkv.weight", "attn_kv_b.weight")
+
+
 def _use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
@@ -62,8 +67,9 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
                      has_output: bool = True, is_70b: bool = False, n_expert: int = 0) -> str:
     """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
     ``blk.{layer}.`` stripped) in the file type ``ftype`` (:mod:`symllm.costs.formats`' docstring).
-    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v``, the tensor's place
-    among the model's ``attn_v`` tensors and their number (``i_attention_wv``, ``n_attention_wv``); for the
+    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v`` (and ``attn_qkv``,
+    ``attn_kv_b``), the tensor's place among the model's such tensors and their number (``i_attention_wv``,
+    ``n_attention_wv``); for the
     ``ffn_down`` tensors the block index and the number of blocks. ``n_expert`` is the GGUF's
     ``expert_count`` (0 dense): with exactly 8 (Mixtral), ``attn_v`` and ``attn_k`` are Q8_0 and, in Q4_K_S and
     Q4_K_M, ``attn_output`` Q5_K.
@@ -90,7 +96,7 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
             new = "Q6_K"
     elif name == "token_embd.weight":
         pass
-    elif name == "attn_v.weight":
+    elif name in ATTN_V_LIKE:
         if ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(layer, n_layers):
             new = "Q6_K"
         elif ftype == "Q4_K_S" and layer < 4:

@@ -223,7 +223,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
     # MPT (the ALiBi family) names its projections Wqkv and out_proj, and PEFT adapts them under those module
     # names (its default target for mpt is Wqkv: the one that holds q, k and v, as Phi-3's qkv_proj does)
     mpt = Rules("column", lora=("Wqkv", "Wqkv"), weight="linear", stacks=(), label="MPT's Wqkv", hf="Wqkv",
-                holds=("wq", "wk", "wv")) if variant.alibi else None
+                holds=("wq", "wk", "wv"), gguf="attn_qkv") if variant.alibi else None  # gguf-py's MPT names
     if variant.fused:  # Phi-3: one linear for q, k and v, sliced after (its TP plan gathers the output)
         width = (n_h * d_h if kind.kv_shared else (n_h + (1 if kind.k_eq_v else 2) * n_kv) * d_h if dv == d_h
                  else (n_h + n_kv) * d_h + (0 if kind.k_eq_v else n_kv * dv))  # a shared layer: its queries only
@@ -288,7 +288,7 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
             *projections,
             linear("wo", n_h * dv, d, bias, "self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim)",
                    rules=dataclasses.replace(mpt, split="row", lora=("out_proj", "out_proj"), label="MPT's out_proj",
-                                             hf="out_proj", holds=()) if mpt else
+                                             hf="out_proj", holds=(), gguf="attn_output") if mpt else
                    linear_rules("row", "wo", "o_proj", "attn_output")),  # RowParallelLinear
             *norms,
             *((sinks(),) if structure.sinks or kind.sinks else ()),
