@@ -7,8 +7,8 @@ linear is a ``fan_out × fan_in`` matrix whose rows are ``fan_in`` long (``shape
 when its parameters exceed ``fan_in·fan_out``; an embedding is ``V`` rows of ``d``; a norm is a vector;
 fused routed experts (:func:`~symllm.arch.components.experts`) are per expert a gate and an up matrix
 (``d_ff`` rows of ``d``) and a down matrix (``d`` rows of ``d_ff``); Nemotron-H's ungated relu2 experts an up
-and a down matrix only, of ``d`` or, Nemotron-3 Super's latent experts, of ``d_lm``. Element counts are the tree's closed
-forms evaluated at the spec's numbers; a tied lm_head (0 parameters) stores nothing.
+and a down matrix only, of ``d`` or, Nemotron-3 Super's latent experts, of ``d_lm``. Element counts are the
+tree's closed forms evaluated at the spec's numbers; a tied lm_head (0 parameters) stores nothing.
 
 **Which kinds of weight each format quantizes** (:data:`QUANTIZES`; every other tensor, biases included,
 stays in ``bf16`` (2 bytes), except in GGUF where one-dimensional tensors stay ``F32``):
