@@ -219,8 +219,9 @@ class ModelConfig:
     wrapper: str | None = None
     #: the language model's config.json values of the keys an engine reads by name whatever the family
     #: (:data:`symllm.arch.families.hf.STATED`), as ``((key, value), ...)``: a family may read a width under
-    #: another key (Qwen3-MoE's experts: ``moe_intermediate_size``); None: not read from a config.json
-    stated: tuple | None = None
+    #: another key (Qwen3-MoE's experts: ``moe_intermediate_size``); None: not read from a config.json. Where the
+    #: values came from, not the model: two configs of one model compare equal whatever their files stated
+    stated: tuple | None = dataclasses.field(default=None, compare=False)
     #: the weight format the config.json's ``quantization_config`` states (:mod:`symllm.arch.quantization`; a name
     #: of :data:`symllm.costs.formats.FORMATS`): β_w unless a workload's weight_format overrides it; None: none
     weight_format: str | None = None
