@@ -293,13 +293,14 @@ def test_count_text_says_the_overlap_is_on():
 
 
 def test_mla_keeps_the_pairs_its_engine_runs():
-    """DeepSeek-V3's blocks under torchtitan's plan (deepseek_v3/infra/parallelize.py at 3e3a19fe): wo's reduce-scatter
-    and its output gradient's all-gather pair as a LLaMA block's in every block; the first three blocks' dense
-    feed-forward adds w1/w3's gather and w2's two; the gather into wq_a and wkv_a is not one the count runs (it counts
-    the latents'), so qkv_fprop is not kept. Megatron-Core: none. The step shortens under torchtitan only."""
-    assert tp_overlap.in_model(TORCHTITAN, True, ("r_kv",))["ring"] == ["proj_fprop", "proj_dgrad"]
-    assert tp_overlap.in_model(TORCHTITAN, False, ("r_kv",))["ring"] == ["fc1_fprop", "proj_fprop", "fc2_fprop",
-                                                                         "proj_dgrad", "fc2_dgrad"]
+    """DeepSeek-V3's blocks under torchtitan's plan (deepseek_v3/infra/parallelize.py at 3e3a19fe): the attention's
+    input gathered once (d wide) into wq_a's and wkv_a's products (qkv_fprop: the count runs that gather,
+    test_mla_count_against_comm_debug_mode), wo's reduce-scatter and its output gradient's all-gather pair as a LLaMA
+    block's in every block; the first three blocks' dense feed-forward adds w1/w3's gather and w2's two.
+    Megatron-Core: none. The step shortens under torchtitan only."""
+    assert tp_overlap.in_model(TORCHTITAN, True, ("r_kv",))["ring"] == ["qkv_fprop", "proj_fprop", "proj_dgrad"]
+    assert tp_overlap.in_model(TORCHTITAN, False, ("r_kv",))["ring"] == ["qkv_fprop", "fc1_fprop", "proj_fprop",
+                                                                         "fc2_fprop", "proj_dgrad", "fc2_dgrad"]
     assert tp_overlap.in_model(MEGATRON, True, ("r_kv",)) is None
     base = dict(gpu="h100-sxm", gpu_memory=10000, tp=8, sp=True, engine="torchtitan")
     off, on = _times("deepseek-v3", **base), _times("deepseek-v3", **base, tp_overlap=True)
@@ -321,7 +322,8 @@ def test_mla_count_against_comm_debug_mode(queries):
     (collectives._sized): in forward the input's all-gather and wo's reduce-scatter, in backward wo's output
     gradient's all-gather and the input gradient's reduce-scatter (the up-projections' input gradients stay Partial
     through the down-projections and are summed there), each d wide; no all-reduce, no latent's collective. The
-    pairs kept for MLA (proj_fprop: wo's reduce-scatter; proj_dgrad: that all-gather) are among them."""
+    pairs kept for MLA (qkv_fprop: the input's all-gather; proj_fprop: wo's reduce-scatter; proj_dgrad: wo's output
+    gradient's all-gather) are among them."""
     torch = pytest.importorskip("torch")
     dist = pytest.importorskip("torch.distributed")
     from collections import Counter
@@ -419,6 +421,31 @@ def test_mla_count_against_comm_debug_mode(queries):
     assert Counter((tp_overlap.PAIRS[n], d) for n in kept) <= ours
 
 
+def test_mla_input_gather_pairs_the_whole_down_projections_by_hand():
+    """MLA's qkv_fprop under torchtitan: the attention's input, gathered d wide, feeds wq_a's and wkv_a's products,
+    whole on every rank (NoParallel). DeepSeek-V3's widths (config.json: hidden_size 7,168, q_lora_rank 1,536,
+    kv_lora_rank 512, qk_rope_head_dim 64), 4,096 tokens at TP 8 on NVLink 4, GEMMs at 1 PFLOP/s: the product
+    2 x 4,096 x 7,168 x (1,536 + 512 + 64) FLOPs = 124.0 us; the gather NCCL's ring latency at 8 ranks, 10 us x
+    (6.6 + 7 x 0.6)/(6.6 + 14 x 0.6) = 7.2 us, and 7/8 of 2 x 4,096 x 7,168 bytes at 0.82 x 450 GB/s = 139.2 us.
+    The gather outlasts the product: the pair saves the product's time. Without a query latent (DeepSeek-V2-Lite's
+    wq, 16 heads of 128 + 64) wq's product is split over the ranks beside wkv_a's whole one."""
+    link = ("NVLink 4", 450 * 10 ** 9)
+    widths = {"r_q": 1536, "r_kv": 512, "d_hr": 64, "n_h": 128, "d_hn": 128}
+    assert tp_overlap.latent_widths(widths) == (2112, 0)
+    assert tp_overlap.latent_widths({**widths, "r_q": None, "n_h": 16}) == (576, 16 * 192)
+    gemm = F(2 * 4096 * 7168 * 2112, 10 ** 15)
+    gather = F(10, 10 ** 6) * (F(66, 10) + 7 * F(6, 10)) / (F(66, 10) + 14 * F(6, 10)) + F(
+        2 * 4096 * 7168 * 7 // 8) / (F(82, 100) * 450 * 10 ** 9)
+    assert round(float(gemm) * 1e6, 1) == 124.0 and round(float(gather) * 1e6, 1) == 146.4
+    got = tp_overlap.saved_s({"ring": ["qkv_fprop"]}, recompute=False, layers=1, rows=4096, d=7168, d_ff=2048,
+                             q=128 * 128, kv=128 * 128, beta_a=2, tp=8, link=link, gemm_rate=10 ** 15,
+                             latent=(2112, 0))
+    assert got == gemm
+    # the LLaMA q/k/v widths in its place would have been 2 x 4,096 x 7,168 x 3 x 16,384 / 8: over the gather
+    assert tp_overlap.saved_s({"ring": ["qkv_fprop"]}, recompute=False, layers=1, rows=4096, d=7168, d_ff=2048,
+                              q=128 * 128, kv=128 * 128, beta_a=2, tp=8, link=link, gemm_rate=10 ** 15) == gather
+
+
 def test_dense_blocks_of_a_mixture_by_hand():
     """A mixture's dense blocks take every pair, its expert blocks their attention's. Megatron-Core's ten pairs over
     61 blocks, 58 of them with experts (DeepSeek-V3's shape, q/k/v attention as GLM-4.5's): 58 x 5 + 3 x 10 = 320
@@ -432,10 +459,11 @@ def test_dense_blocks_of_a_mixture_by_hand():
     got = tp_overlap.model_saved_s(MEGATRON, layers=61, moe_layers=58, d_ff=2048, d_fd=18432, **shape)
     assert got == 320 * one
     assert tp_overlap.model_saved_s(MEGATRON, layers=48, moe_layers=48, d_ff=768, **shape) == 48 * 5 * one
-    # under MLA torchtitan keeps wo's two pairs in every block and the dense blocks' three feed-forward ones
+    # under MLA torchtitan keeps the input's gather and wo's two pairs in every block and the dense blocks' three
+    # feed-forward ones
     got = tp_overlap.model_saved_s(TORCHTITAN, mixers=("r_kv",), layers=61, moe_layers=58, d_ff=2048, d_fd=18432,
                                    **shape)
-    assert got == (61 * 2 + 3 * 3) * one
+    assert got == (61 * 3 + 3 * 3) * one
 
 
 def test_sm_margin_by_hand():
