@@ -293,13 +293,14 @@ def test_count_text_says_the_overlap_is_on():
 
 
 def test_mla_keeps_the_pairs_its_engine_runs():
-    """DeepSeek-V3's blocks under torchtitan's plan (deepseek_v3/infra/parallelize.py at 3e3a19fe): wo's reduce-scatter
-    and its output gradient's all-gather pair as a LLaMA block's in every block; the first three blocks' dense
-    feed-forward adds w1/w3's gather and w2's two; the gather into wq_a and wkv_a is not one the count runs (it counts
-    the latents'), so qkv_fprop is not kept. Megatron-Core: none. The step shortens under torchtitan only."""
-    assert tp_overlap.in_model(TORCHTITAN, True, ("r_kv",))["ring"] == ["proj_fprop", "proj_dgrad"]
-    assert tp_overlap.in_model(TORCHTITAN, False, ("r_kv",))["ring"] == ["fc1_fprop", "proj_fprop", "fc2_fprop",
-                                                                         "proj_dgrad", "fc2_dgrad"]
+    """DeepSeek-V3's blocks under torchtitan's plan (deepseek_v3/infra/parallelize.py at 3e3a19fe): the attention's
+    input gathered once (d wide) into wq_a's and wkv_a's products (qkv_fprop: the count runs that gather,
+    test_mla_count_against_comm_debug_mode), wo's reduce-scatter and its output gradient's all-gather pair as a LLaMA
+    block's in every block; the first three blocks' dense feed-forward adds w1/w3's gather and w2's two.
+    Megatron-Core: none. The step shortens under torchtitan only."""
+    assert tp_overlap.in_model(TORCHTITAN, True, ("r_kv",))["ring"] == ["qkv_fprop", "proj_fprop", "proj_dgrad"]
+    assert tp_overlap.in_model(TORCHTITAN, False, ("r_kv",))["ring"] == ["qkv_fprop", "fc1_fprop", "proj_fprop",
+                                                                         "fc2_fprop", "proj_dgrad", "fc2_dgrad"]
     assert tp_overlap.in_model(MEGATRON, True, ("r_kv",)) is None
     base = dict(gpu="h100-sxm", gpu_memory=10000, tp=8, sp=True, engine="torchtitan")
     off, on = _times("deepseek-v3", **base), _times("deepseek-v3", **base, tp_overlap=True)
@@ -308,84 +309,141 @@ def test_mla_keeps_the_pairs_its_engine_runs():
     assert on["expected"]["training_step_s"] < off["expected"]["training_step_s"]
 
 
-def test_mla_pairs_against_comm_debug_mode():
-    """A small latent attention under torchtitan's DeepSeek-V3 plan (the input gathered from Shard(1) to Replicate,
-    wq_a and wkv_a whole, wq_b and wkv_b ColwiseParallel, wo RowwiseParallel to Shard(1)) at 3 ranks: CommDebugMode
-    sees, in forward, one all-gather of the input and one reduce-scatter of wo's output, in backward one all-gather
-    of wo's output gradient, each the residual stream's width d (β_a·b·s·d bytes whole), and the latents' gradients
-    all-reduced (each its latent's width: the gathered input's gradient needs none). The two pairs kept for MLA
-    (proj_fprop: wo's reduce-scatter; proj_dgrad: that all-gather) are collectives of width d, and the count under
-    DTensor runs exactly one of each at d for the block (collectives.training_collectives' d-wide kinds)."""
+@pytest.mark.parametrize("queries", ["q_lora", "q_proj"])
+def test_mla_count_against_comm_debug_mode(queries):
+    """A small latent attention as torchtitan's DeepSeek-V3 model computes it (models/deepseek_v3/model/model.py at
+    3e3a19fe, 2025-11-24: Attention.forward, the RoPE key split off wkv_a's output, expanded over the heads and
+    concatenated to wkv_b's keys; RoPE itself, element-wise, left as a product with fixed frequencies), planned as its
+    apply_non_moe_tp plans it (infra/parallelize.py 222-256: the attention's input from Shard(1) to Replicate, wq_a,
+    wkv_a and the latents' norms NoParallel and wq_b, wkv_b (or wq) ColwiseParallel, all with use_local_output=False;
+    the attention kernel's inputs local, wo RowwiseParallel to Shard(1)), at 3 ranks of a fake process group. Every
+    functional collective the forward and the backward run, by kind and by its whole tensor's width (elements over
+    b·s), is what symllm counts for the sublayer under DTensor with sequence parallelism
+    (collectives._sized): in forward the input's all-gather and wo's reduce-scatter, in backward wo's output
+    gradient's all-gather and the input gradient's reduce-scatter (the up-projections' input gradients stay Partial
+    through the down-projections and are summed there), each d wide; no all-reduce, no latent's collective. The
+    pairs kept for MLA (qkv_fprop: the input's all-gather; proj_fprop: wo's reduce-scatter; proj_dgrad: wo's output
+    gradient's all-gather) are among them."""
     torch = pytest.importorskip("torch")
     dist = pytest.importorskip("torch.distributed")
+    from collections import Counter
+
     from torch import nn
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.debug import CommDebugMode
-    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
-                                                   parallelize_module)
+    from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_module
+    from torch.distributed.tensor.parallel import (ColwiseParallel, ParallelStyle, PrepareModuleInput,
+                                                   RowwiseParallel, parallelize_module)
     from torch.testing._internal.distributed.fake_pg import FakeStore
     from torch.utils._python_dispatch import TorchDispatchMode
+    from symllm.arch import symbols as S
     from symllm.arch.components import Component, latent
+    from symllm.costs.collectives import _sized
 
-    d, r_q, r_kv, heads, width, ranks, b, s = 12, 6, 4, 3, 4, 3, 2, 6
+    dims = {S.d: 12, S.r_q: 6, S.r_kv: 4, S.n_h: 3, S.d_hn: 4, S.d_hr: 2, S.d_hv: 4}
+    d, r_q, r_kv, heads, dn, dr, dv = dims.values()
+    ranks, b, s, lora = 3, 2, 6, queries == "q_lora"
 
     class Attention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.wq_a, self.wkv_a = nn.Linear(d, r_q, bias=False), nn.Linear(d, r_kv, bias=False)
-            self.wq_b = nn.Linear(r_q, heads * width, bias=False)
-            self.wkv_b = nn.Linear(r_kv, 2 * heads * width, bias=False)
-            self.wo = nn.Linear(heads * width, d, bias=False)
+            if lora:
+                self.wq_a, self.q_norm = nn.Linear(d, r_q, bias=False), nn.RMSNorm(r_q)
+                self.wq_b = nn.Linear(r_q, heads * (dn + dr), bias=False)
+            else:
+                self.wq = nn.Linear(d, heads * (dn + dr), bias=False)
+            self.wkv_a, self.kv_norm = nn.Linear(d, r_kv + dr, bias=False), nn.RMSNorm(r_kv)
+            self.wkv_b = nn.Linear(r_kv, heads * (dn + dv), bias=False)
+            self.wo = nn.Linear(heads * dv, d, bias=False)
+            self.inner_attention = Core()
 
-        def forward(self, x):
-            q = self.wq_b(self.wq_a(x)).unflatten(-1, (-1, width)).transpose(1, 2)
-            k, v = self.wkv_b(self.wkv_a(x)).unflatten(-1, (-1, 2 * width)).transpose(1, 2).chunk(2, dim=-1)
-            out = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
-            return self.wo(out.transpose(1, 2).flatten(2))
+        def forward(self, x, freqs):
+            n, t, _ = x.size()
+            q = (self.wq_b(self.q_norm(self.wq_a(x))) if lora else self.wq(x)).view(n, t, -1, dn + dr)
+            q_nope, q_pe = torch.split(q, [dn, dr], dim=-1)
+            q = torch.cat([q_nope, q_pe * freqs], dim=-1)
+            kv, k_pe = torch.split(self.wkv_a(x), [r_kv, dr], dim=-1)
+            k_pe = k_pe.unsqueeze(2) * freqs
+            k_nope, v = torch.split(self.wkv_b(self.kv_norm(kv)).view(n, t, -1, dn + dv), [dn, dv], dim=-1)
+            k = torch.cat([k_nope, k_pe.expand(-1, -1, heads, -1)], dim=-1)
+            out = self.inner_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            return self.wo(out.transpose(1, 2).contiguous().view(n, t, -1))
 
-    class Widths(TorchDispatchMode):  # each functional collective's kind and its whole tensor's elements
+    class Core(nn.Module):
+        def forward(self, q, k, v):
+            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    class Whole(ParallelStyle):  # torchtitan's NoParallel (torchtitan/distributed/__init__.py at 3e3a19fe)
+        def _apply(self, module, mesh):
+            def given(mod, inputs, mesh):
+                x = inputs[0]
+                return (x if isinstance(x, DTensor) else DTensor.from_local(x, mesh, (Replicate(),)), *inputs[1:])
+            return distribute_module(module, mesh, None, given, lambda mod, out, mesh: out)
+
+    class Seen(TorchDispatchMode):  # each functional collective's kind and its whole tensor's width
         def __init__(self):
             super().__init__()
-            self.seen = []
+            self.seen = Counter()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kind = func._overloadpacket.__name__
-            if func.namespace == "_c10d_functional" and kind in ("all_gather_into_tensor", "reduce_scatter_tensor",
-                                                                  "all_reduce"):
-                t = args[0]
-                self.seen.append((kind, t.numel() * (ranks if kind == "all_gather_into_tensor" else 1)))
+            kind = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+                    "all_reduce": "all_reduce"}.get(func._overloadpacket.__name__)
+            if func.namespace == "_c10d_functional" and kind:
+                whole = args[0].numel() * (ranks if kind == "all_gather" else 1)
+                self.seen[kind, whole // (b * s)] += 1
             return func(*args, **(kwargs or {}))
 
+    plan = {"": PrepareModuleInput(input_layouts=(Shard(1), Replicate()),
+                                   desired_input_layouts=(Replicate(), Replicate())),
+            "wkv_a": Whole(), "kv_norm": Whole(), "wkv_b": ColwiseParallel(use_local_output=False),
+            "inner_attention": PrepareModuleInput(input_layouts=(Shard(1),) * 3, desired_input_layouts=(Shard(1),) * 3,
+                                                  use_local_output=True),
+            "wo": RowwiseParallel(output_layouts=Shard(1))}
+    plan.update({"wq_a": Whole(), "q_norm": Whole(), "wq_b": ColwiseParallel(use_local_output=False)} if lora
+                else {"wq": ColwiseParallel(use_local_output=False)})
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=ranks)
     try:
-        mesh = init_device_mesh("cpu", (ranks,))
-        model = parallelize_module(Attention(), mesh, {
-            "": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
-                                   use_local_output=True),
-            "wq_b": ColwiseParallel(), "wkv_b": ColwiseParallel(), "wo": RowwiseParallel(output_layouts=Shard(1))})
+        model = parallelize_module(Attention(), init_device_mesh("cpu", (ranks,)), plan)
         x = torch.randn(b, s // ranks, d, requires_grad=True)
-        forward, backward = Widths(), Widths()
-        with forward, CommDebugMode():
-            y = model(x)
-        with backward, CommDebugMode():
+        forward, backward = Seen(), Seen()
+        with forward:
+            y = model(x, torch.randn(1, s, 1, dr))
+        with backward:
             y.sum().backward()
     finally:
         dist.destroy_process_group()
-    stream = b * s * d  # the residual stream's elements, whole
-    assert forward.seen == [("all_gather_into_tensor", stream), ("reduce_scatter_tensor", stream)]
-    assert [w for kind, w in backward.seen if kind == "all_gather_into_tensor"] == [stream]  # wo's output gradient
-    # and the latents' gradients all-reduced (wq_b's and wkv_b's inputs, b·s·r_kv and b·s·r_q): no reduce-scatter
-    assert sorted(backward.seen) == [("all_gather_into_tensor", stream), ("all_reduce", b * s * r_kv),
-                                     ("all_reduce", b * s * r_q)]
-    # the pairs kept for MLA: one reduce-scatter (proj_fprop) and one all-gather (proj_dgrad), both d wide, which the
-    # count runs once each for the block under DTensor with sequence parallelism
-    from symllm.arch.symbols import beta_a, d as D
-    from symllm.costs.collectives import _sized
-    counted, _ = _sized(Component("block", children=(latent.latent_attention(),)), True, False, "split", "dtensor")
-    assert counted["all_gather", D, beta_a] == counted["reduce_scatter", D, beta_a] == 1
+    assert forward.seen == Counter({("all_gather", d): 1, ("reduce_scatter", d): 1})
+    assert backward.seen == Counter({("all_gather", d): 1, ("reduce_scatter", d): 1})
+    counted, _ = _sized(Component("block", children=(latent.latent_attention(queries=queries),)), True, False,
+                        "split", "dtensor")
+    ours = Counter({(kind, int(sp_width.subs(dims))): int(n) for (kind, sp_width, _), n in counted.items() if n})
+    assert ours == forward.seen + backward.seen
     kept = tp_overlap.pairs(tp_overlap.in_model(TORCHTITAN, True, ("r_kv",)))
-    assert sorted(tp_overlap.PAIRS[n] for n in kept) == ["all_gather", "reduce_scatter"]
+    assert Counter((tp_overlap.PAIRS[n], d) for n in kept) <= ours
+
+
+def test_mla_input_gather_pairs_the_whole_down_projections_by_hand():
+    """MLA's qkv_fprop under torchtitan: the attention's input, gathered d wide, feeds wq_a's and wkv_a's products,
+    whole on every rank (NoParallel). DeepSeek-V3's widths (config.json: hidden_size 7,168, q_lora_rank 1,536,
+    kv_lora_rank 512, qk_rope_head_dim 64), 4,096 tokens at TP 8 on NVLink 4, GEMMs at 1 PFLOP/s: the product
+    2 x 4,096 x 7,168 x (1,536 + 512 + 64) FLOPs = 124.0 us; the gather NCCL's ring latency at 8 ranks, 10 us x
+    (6.6 + 7 x 0.6)/(6.6 + 14 x 0.6) = 7.2 us, and 7/8 of 2 x 4,096 x 7,168 bytes at 0.82 x 450 GB/s = 139.2 us.
+    The gather outlasts the product: the pair saves the product's time. Without a query latent (DeepSeek-V2-Lite's
+    wq, 16 heads of 128 + 64) wq's product is split over the ranks beside wkv_a's whole one."""
+    link = ("NVLink 4", 450 * 10 ** 9)
+    widths = {"r_q": 1536, "r_kv": 512, "d_hr": 64, "n_h": 128, "d_hn": 128}
+    assert tp_overlap.latent_widths(widths) == (2112, 0)
+    assert tp_overlap.latent_widths({**widths, "r_q": None, "n_h": 16}) == (576, 16 * 192)
+    gemm = F(2 * 4096 * 7168 * 2112, 10 ** 15)
+    gather = F(10, 10 ** 6) * (F(66, 10) + 7 * F(6, 10)) / (F(66, 10) + 14 * F(6, 10)) + F(
+        2 * 4096 * 7168 * 7 // 8) / (F(82, 100) * 450 * 10 ** 9)
+    assert round(float(gemm) * 1e6, 1) == 124.0 and round(float(gather) * 1e6, 1) == 146.4
+    got = tp_overlap.saved_s({"ring": ["qkv_fprop"]}, recompute=False, layers=1, rows=4096, d=7168, d_ff=2048,
+                             q=128 * 128, kv=128 * 128, beta_a=2, tp=8, link=link, gemm_rate=10 ** 15,
+                             latent=(2112, 0))
+    assert got == gemm
+    # the LLaMA q/k/v widths in its place would have been 2 x 4,096 x 7,168 x 3 x 16,384 / 8: over the gather
+    assert tp_overlap.saved_s({"ring": ["qkv_fprop"]}, recompute=False, layers=1, rows=4096, d=7168, d_ff=2048,
+                              q=128 * 128, kv=128 * 128, beta_a=2, tp=8, link=link, gemm_rate=10 ** 15) == gather
 
 
 def test_dense_blocks_of_a_mixture_by_hand():
@@ -401,10 +459,11 @@ def test_dense_blocks_of_a_mixture_by_hand():
     got = tp_overlap.model_saved_s(MEGATRON, layers=61, moe_layers=58, d_ff=2048, d_fd=18432, **shape)
     assert got == 320 * one
     assert tp_overlap.model_saved_s(MEGATRON, layers=48, moe_layers=48, d_ff=768, **shape) == 48 * 5 * one
-    # under MLA torchtitan keeps wo's two pairs in every block and the dense blocks' three feed-forward ones
+    # under MLA torchtitan keeps the input's gather and wo's two pairs in every block and the dense blocks' three
+    # feed-forward ones
     got = tp_overlap.model_saved_s(TORCHTITAN, mixers=("r_kv",), layers=61, moe_layers=58, d_ff=2048, d_fd=18432,
                                    **shape)
-    assert got == (61 * 2 + 3 * 3) * one
+    assert got == (61 * 3 + 3 * 3) * one
 
 
 def test_sm_margin_by_hand():

@@ -359,7 +359,7 @@ def test_all_gathers_and_reduce_scatters_at_nccls_ring_latency():
     ("megatron", False, {"all_reduce": 3, "all_gather": 0, "reduce_scatter": 0}),
     ("megatron", True, {"all_reduce": 0, "all_gather": 5, "reduce_scatter": 3}),
     ("dtensor", False, {"all_reduce": 3, "all_gather": 0, "reduce_scatter": 0}),
-    ("dtensor", True, {"all_reduce": 0, "all_gather": 3, "reduce_scatter": 3})])
+    ("dtensor", True, {"all_reduce": 0, "all_gather": 2, "reduce_scatter": 2})])
 def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, counted):
     """One MLA attention sublayer (DeepSeek-V2, V3) over tensor ranks, counted by hand: its column-parallel linears
     are the query's up-projection (``wq_b``; without a query latent ``wq``) and the key-value up-projection
@@ -371,11 +371,13 @@ def test_mla_up_projections_read_two_latents_not_one_input(queries, engine, sp, 
     transformer/multi_latent_attention.py 475 and 486: ``linear_q_up_proj(q_compressed)`` and
     ``linear_kv_up_proj(kv_compressed)``, two ``ColumnParallelLinear`` s (models/gpt/gpt_layer_specs.py 125-147; no
     MLA at core_r0.9.0). So they are two groups, not one: without sequence parallelism each all-reduces its own
-    input's gradient in backward (2) and ``wo`` its output in forward (1): 3; with it each group all-gathers its input
-    in forward and reduce-scatters the gradient (Megatron: the input gathered again in backward, 2 + 2) and ``wo``
-    reduce-scatters its output and all-gathers the gradient: Megatron 5 all-gathers and 3 reduce-scatters, DTensor
-    3 and 3. (Before, the two were one group: 2 all-reduces, or 3 and 2, or 2 and 2.) Each group's collectives are of
-    its own input's width, the latents': test_mla_latent_collectives_sized_by_their_width_by_hand."""
+    input's gradient in backward (2) and ``wo`` its output in forward (1): 3; with it, under Megatron-Core, each group
+    all-gathers its input in forward and again in backward and reduce-scatters the gradient (2 + 2 + 2) and ``wo``
+    reduce-scatters its output and all-gathers the gradient: 5 all-gathers and 3 reduce-scatters. DTensor with
+    sequence parallelism as torchtitan plans it (deepseek_v3/infra/parallelize.py at 3e3a19fe, 222-256) gathers the
+    attention's input once, d wide, and its up-projections' Partial input gradients meet there, one reduce-scatter:
+    with ``wo``'s two, 2 and 2 (test_tp_overlap.py's CommDebugMode test). Each group's collectives are of its own
+    input's width, the latents' (DTensor with sp: d): test_mla_latent_collectives_sized_by_their_width_by_hand."""
     from symllm.arch.components import Component
     from symllm.arch.components.latent import latent_attention
     from symllm.costs import collectives
@@ -410,9 +412,11 @@ def test_mla_latent_collectives_sized_by_their_width_by_hand(engine, sp):
       ``Linear``), no sp: ``wo`` 1 all-reduce (d), ``wq_b``'s and ``wkv_b``'s input gradients 1 each (r_q, r_kv);
       dense FFN ``w1``, ``w3``, ``w2``: 3 (d); MoE layer: the shared expert's 3 and the tensor-split routed experts'
       pair 2: 5 (d). Plus embedding and head 1 each. d: 2·(61 + 3·3 + 58·5 + 2) = 724 shares; r_q 2·61, r_kv 2·61.
-    * torchtitan, sp: every group all-gathers its input and reduce-scatters its gradient (2 shares), every summed
-      output reduce-scatters and all-gathers its gradient (2), routed experts 4: d 61·2 + 3·4 + 58·8 + 2 + 2 = 602;
-      r_q 2·61, r_kv 2·61.
+    * torchtitan, sp (deepseek_v3/infra/parallelize.py at 3e3a19fe, 222-256): the attention's input all-gathered
+      once, d wide, and its gradient reduce-scattered (the up-projections' Partial input gradients summed through
+      wq_a and wkv_a: no latent's collective), ``wo`` reduce-scatters its output and all-gathers the gradient (4 a
+      layer), every other group 2, every other summed output 2, routed experts 4: d 61·4 + 3·4 + 58·8 + 2 + 2 = 724;
+      r_q 0, r_kv 0.
     * megatron (ColumnParallelLinear, the linears sharing an input one), no sp: ``wo`` 1, ``linear_fc1`` 1,
       ``linear_fc2`` 1, routed experts 2 all-reduces: d 2·(61 + 3·2 + 58·4 + 2) = 602; r_q, r_kv 2·61 each. And the
       down-projections, column-parallel (Megatron-Core core_v0.13.0 gpt_layer_specs.py 144, 146): each all-reduces
@@ -428,12 +432,12 @@ def test_mla_latent_collectives_sized_by_their_width_by_hand(engine, sp):
     moe = layers - dense
     loss = 3 * 2 * (4 * 2048 - 4 * 2048 // 8)
     shares = {("torchtitan", False): (2 * (layers + 3 * dense + 5 * moe + 2), 2 * layers, 2 * layers, 0),
-              ("torchtitan", True): (2 * layers + 4 * dense + 8 * moe + 2 + 2, 2 * layers, 2 * layers, 0),
+              ("torchtitan", True): (4 * layers + 4 * dense + 8 * moe + 2 + 2, 0, 0, 0),
               ("megatron", False): (2 * (layers + 2 * dense + 4 * moe + 2) + 4 * layers, 3 * layers, 2 * layers,
                                     layers),
               ("megatron", True): (2 * layers + 5 * dense + 9 * moe + 2 + 3 + 6 * layers, 5 * layers, 4 * layers,
                                    layers)}[engine, sp]
-    assert shares == {("torchtitan", False): (724, 122, 122, 0), ("torchtitan", True): (602, 122, 122, 0),
+    assert shares == {("torchtitan", False): (724, 122, 122, 0), ("torchtitan", True): (724, 0, 0, 0),
                       ("megatron", False): (846, 183, 122, 61), ("megatron", True): (1030, 305, 244, 61)}[engine, sp]
     widths = (d, r_q, r_kv, r_kv + rope)
     assert tuple(map(_ring, widths)) == (25_690_112, 5_505_024, 1_835_008, 2_064_384) and loss == 43_008

@@ -299,7 +299,15 @@ def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
     """:func:`training_collectives`' by ``(kind, width, bytes an element)`` (a column group's width its fan-in, else
     ``d``; ``β_a`` but for the routing weights a family's router leaves in fp32, :attr:`Rules.routing`, and the
     all-gathers ``float8`` names, one byte: :data:`FLOAT8_GATHERS`; kind ``weight_grads``: a weight's gradient,
-    ``width`` its elements, no ``b·s`` rows), and the heads."""
+    ``width`` its elements, no ``b·s`` rows), and the heads. Under DTensor with sequence parallelism a column group's
+    width is the sublayer's input's, ``d``, whatever the linear's fan-in: MLA's as torchtitan plans it (3e3a19fe,
+    2025-11-24, models/deepseek_v3/infra/parallelize.py apply_non_moe_tp 222-256) gathers the attention's input once,
+    Shard(1) to Replicate (``PrepareModuleInput``), and runs ``wq_a``, ``wkv_a`` and the latents' norms
+    ``NoParallel`` and ``wq_b``, ``wkv_b`` ``ColwiseParallel``, all with ``use_local_output=False``: the latents'
+    gradients stay ``Partial`` through the down-projections and are summed at the input, one reduce-scatter of ``d``
+    in backward, none of a latent (CommDebugMode on that plan: tests/test_tp_overlap.py). The down-projections' and
+    norms' weight gradients stay ``Partial`` too, reduced where the optimizer step reads them, once a step: no
+    micro-batch's collective, not counted."""
     import sympy as sp
     from symllm.arch import symbols as S
     from symllm.arch.components.base import COLUMNS
@@ -335,11 +343,13 @@ def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
                 add("weight_grads", m, c.params)
             elif style in (*COLUMNS, "merged"):
                 fan_in = c.shape[0] if c.shape else S.d  # the group's input: its collectives' width
+                if seq and not fused:  # DTensor under sequence parallelism: the sublayer's input, d wide
+                    fan_in = S.d  # (MLA's latents too: see _sized's docstring)
                 if not seq and not fused:  # each one's input gradient, all-reduced in backward
                     add("all_reduce", m, fan_in)
                 elif fan_in not in grouped:  # the linears sharing an input, as one: their summed input gradients
                     # reduced once in backward (seq: one all-gather before them, their gradients reduce-scattered);
-                    # MLA's query and key-value up-projections read two latents: two groups, each its own width
+                    # MLA's query and key-value up-projections under Megatron-Core read two latents: two groups
                     grouped.add(fan_in)
                     if seq:
                         add("all_gather", m * (gather + again), fan_in, fprop)

@@ -523,7 +523,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
             d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
             q=parts["n_h"] * parts.get("d_hv", parts["head_dim"]), kv=parts["n_kv"] * parts["head_dim"],
             beta_a=parts["beta_a"], tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped,
-            chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated)
+            chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated, latent=tp_overlap.latent_widths(parts))
     # expert-parallel all-to-alls: in moe_s where the layers are known, else their bytes at the link's rate
     ep_s = Fraction(comm["ep"] * micro) / route["ep"][1] if comm.get("ep") and not moe_s else Fraction(0)
     # comm's dp form at the engine's reduce dtype and rounds a step: FSDP2 as an engine runs it at ZeRO 3 without a

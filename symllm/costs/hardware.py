@@ -515,7 +515,8 @@ def _expected(parts, work, num, vals, stages, comm, route, peak, bandwidth, step
                   # a mixture's training extras (moe_training.moe_training_s): the busiest stage's MoE layers, widths
                   "expert_layers": max(num(f"{st}expert_layers") for st in stages),
                   **{name: _number(vals[name]) for name in ("d", "d_ff", "n_e", "k", "beta_a", "n_h", "n_kv",
-                                                            "d_fd", "d_hv") if name in vals},
+                                                            "d_fd", "d_hv", "r_q", "r_kv", "d_hr", "d_hn")
+                     if name in vals},
                   # the mixers besides q/k/v attention it holds (tp_overlap.OTHER_MIXERS: their linears pair otherwise)
                   "mixers": tuple(name for name in tp_overlap.OTHER_MIXERS if name in vals),
                   "training_handoff": num("training_handoff"), "comm": comm,

@@ -30,8 +30,9 @@ torchtitan's ``apply_non_moe_tp`` plans a block without experts' feed-forward as
 feed-forward width ``d_fd`` (:func:`blocks`).
 
 Multi-head latent attention (``r_kv``) keeps the pairs its engine declares ``latent`` (efficiency.json, with the
-source): under torchtitan ``wo``'s two (the attention's input is gathered once, whole, into ``wq_a`` and ``wkv_a``, a
-collective the count does not run as such) and a dense block's feed-forward ones; under Megatron-Core none (building
+source): under torchtitan the attention's input gathered once, d wide, into ``wq_a``'s and ``wkv_a``'s whole products
+(``qkv_fprop``, its GEMM those: :func:`linear_flops`' ``latent``), ``wo``'s two, and a dense block's feed-forward
+ones; under Megatron-Core none (building
 MLA's down-projection turns ``tp_comm_overlap`` off on the config every later module shares). Its ``wo`` reads
 ``n_h·d_hv``. Gated DeltaNet, Mamba-2 and DeepSeek-V4's attention (:data:`OTHER_MIXERS`) have linears the pairs do
 not describe: not modelled. Where an engine states the SMs a pair's communication takes from its GEMM
@@ -47,7 +48,8 @@ from symllm.costs.figures import engine, engine_for
 from symllm.errors import SymllmError
 
 __all__ = ["PAIRS", "ATTENTION", "LATENT", "OTHER_MIXERS", "declared", "in_model", "blocks", "scope", "check",
-           "overlapping", "pairs", "linear_flops", "margins", "exposed_s", "copies_bytes", "saved_s", "model_saved_s",
+           "overlapping", "pairs", "linear_flops", "latent_widths", "margins", "exposed_s", "copies_bytes", "saved_s",
+           "model_saved_s",
            "fp8_gathers"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
@@ -186,16 +188,25 @@ def pairs(spec: dict, recompute=False) -> dict:
     return out
 
 
-def linear_flops(*, rows, d, d_ff, q, kv, tp: int) -> dict:
+def linear_flops(*, rows, d, d_ff, q, kv, tp: int, latent=None) -> dict:
     """One rank's FLOPs of one product (forward, input or weight gradient: the same) of each block linear over
     ``rows`` tokens under ``tp`` ranks: ``qkv`` (``d`` to ``q + 2kv``), ``proj`` (``q`` to ``d``), ``fc1`` (a gated
-    MLP's gate and up, ``d`` to ``2·d_ff``), ``fc2`` (``d_ff`` to ``d``).
+    MLP's gate and up, ``d`` to ``2·d_ff``), ``fc2`` (``d_ff`` to ``d``). Multi-head latent attention's ``qkv`` is
+    the products its gathered input feeds (``latent``, ``(whole, split)`` output widths): ``wq_a`` and ``wkv_a``,
+    ``r_q + r_kv + d_hr`` whole on every rank (torchtitan's ``NoParallel``), and, without a query latent, ``wq``'s
+    ``n_h·(d_hn + d_hr)`` split over the ranks.
 
     >>> {k: int(v) for k, v in linear_flops(rows=8, d=4, d_ff=8, q=4, kv=2, tp=2).items()}  # qkv: 2·8·4·(4+4)/2
     {'qkv': 256, 'proj': 128, 'fc1': 512, 'fc2': 256}
+    >>> int(linear_flops(rows=8, d=4, d_ff=8, q=4, kv=2, tp=2, latent=(3, 4))["qkv"])  # 2·8·4·(3 + 4/2)
+    320
     """
     widths = {"qkv": d * (q + 2 * kv), "proj": q * d, "fc1": d * 2 * d_ff, "fc2": d_ff * d}
-    return {k: Fraction(2 * rows * w, tp) for k, w in widths.items()}
+    out = {k: Fraction(2 * rows * w, tp) for k, w in widths.items()}
+    if latent is not None:
+        whole, split = latent
+        out["qkv"] = 2 * rows * d * (whole + Fraction(split, tp))
+    return out
 
 
 def margins(spec: dict, card: str | None) -> dict:
@@ -259,15 +270,34 @@ def copies_bytes(spec: dict, overlapped: dict, stream_bytes, tp: int) -> Fractio
     return total
 
 
+def latent_widths(parts: dict) -> tuple | None:
+    """An MLA block's products on its gathered input, ``(whole, split)`` output widths (:func:`linear_flops`'
+    ``latent``) from a model's widths ``parts`` (its symbols' values by name): ``wq_a``'s ``r_q`` and ``wkv_a``'s
+    ``r_kv + d_hr`` whole, or without a query latent (no ``r_q``) ``wkv_a``'s whole and ``wq``'s ``n_h·(d_hn + d_hr)``
+    split; None for a model without one (no ``r_kv``).
+
+    >>> latent_widths({"r_q": 1536, "r_kv": 512, "d_hr": 64, "n_h": 128, "d_hn": 128}), latent_widths({"d": 8})
+    ((2112, 0), None)
+    >>> latent_widths({"r_kv": 512, "d_hr": 64, "n_h": 16, "d_hn": 128})   # DeepSeek-V2-Lite: wq, 16 x 192
+    (576, 3072)
+    """
+    if not parts.get("r_kv"):
+        return None
+    whole = parts["r_kv"] + parts["d_hr"]
+    if parts.get("r_q"):
+        return whole + parts["r_q"], 0
+    return whole, parts["n_h"] * (parts["d_hn"] + parts["d_hr"])
+
+
 def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a, tp: int, link, gemm_rate,
-            chunk_slowdown=Fraction(1), stream_rate=None, fp8=(), card=None) -> Fraction:
+            chunk_slowdown=Fraction(1), stream_rate=None, fp8=(), card=None, latent=None) -> Fraction:
     """Seconds the pairs of ``spec`` (:func:`pairs`) take off a micro-batch's tensor-parallel time over ``layers``
     blocks: each overlapped collective's own time (one all-gather or reduce-scatter of the residual stream, ``rows``
     tokens of width ``d`` at ``beta_a`` bytes over ``link``: :func:`symllm.costs.collectives.training_tp_s`) less what
     it still adds beyond its GEMM (:func:`exposed_s`, the GEMMs at ``gemm_rate`` FLOP/s) and its copies outside the
     overlap (:func:`copies_bytes`) at ``stream_rate`` bytes/s. The all-gathers of the pairs named in ``fp8``
     (:func:`fp8_gathers`) move, and copy, one byte an element; the GEMMs the engine narrows on ``card`` run longer
-    (:func:`margins`).
+    (:func:`margins`); ``latent``, an MLA block's ``qkv`` products (:func:`linear_flops`).
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)   # one gather: 8.235 us + 3/4 of 8 MiB at 0.82 x 450 GB/s = 25.29 us
     >>> shape = dict(layers=1, rows=1024, d=4096, d_ff=14336, q=4096, kv=1024, beta_a=2, tp=4, link=link)
@@ -277,7 +307,8 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     """
     def one(width):  # one all-gather or reduce-scatter of the residual stream at width bytes an element
         return training_tp_s(1, 1, -(-width * rows * d * (tp - 1) // tp), link, tp)
-    gemm_s = {k: Fraction(v) / gemm_rate for k, v in linear_flops(rows=rows, d=d, d_ff=d_ff, q=q, kv=kv, tp=tp).items()}
+    flops = linear_flops(rows=rows, d=d, d_ff=d_ff, q=q, kv=kv, tp=tp, latent=latent)
+    gemm_s = {k: Fraction(v) / gemm_rate for k, v in flops.items()}
     overlapped = pairs(spec, recompute)
     width = {name: 1 if name in fp8 else beta_a for name in overlapped}
     comm = {name: one(w) for name, w in width.items()}
