@@ -283,14 +283,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     """Every layout of ``gpus`` GPUs (module docstring) whose ``tp`` ``work`` allows (:func:`_tp_choices`), as
     columns (``batch`` 0: ``dp`` does not divide the global batch)."""
     experts = spc.n_experts
-    cols = {k: [] for k in _KEYS}
-    columns = list(cols.values())
+    rows = []  # one tuple a layout, in _KEYS' order
     batches = () if training else range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
-
-    def add(*values):
-        for column, v in zip(columns, values):
-            column.append(v)
-
     for tp in _tp_choices(spc, work):
         if gpus % tp:
             continue
@@ -299,18 +293,14 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
             eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
             for ep in eps:
                 if not training:
-                    for b in batches:
-                        add(tp, pp, dp, ep, False, 0, False, b, 1)
+                    rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
                     continue
                 per_rank = global_batch // dp if global_batch % dp == 0 else 0
-                for seq_par in ((False, True) if tp > 1 else (False,)):
-                    for zero in (range(4) if dp > 1 else (0,)):
-                        for rec in (False, True):
-                            if not per_rank:
-                                add(tp, pp, dp, ep, seq_par, zero, rec, 0, 0)
-                            for micro in _divisors(per_rank) if per_rank else ():
-                                add(tp, pp, dp, ep, seq_par, zero, rec, micro, per_rank // micro)
-    return {k: np.asarray(v, dtype=bool if k in ("sp", "recompute") else np.int64) for k, v in cols.items()}
+                splits = [(m, per_rank // m) for m in _divisors(per_rank)] if per_rank else [(0, 0)]
+                rows += [(tp, pp, dp, ep, seq_par, zero, rec, m, a) for seq_par in ((0, 1) if tp > 1 else (0,))
+                         for zero in (range(4) if dp > 1 else (0,)) for rec in (0, 1) for m, a in splits]
+    table = np.asarray(rows, dtype=np.int64).reshape(-1, len(_KEYS)).T.copy()  # (each column contiguous)
+    return {k: table[i].astype(bool) if k in ("sp", "recompute") else table[i] for i, k in enumerate(_KEYS)}
 
 
 def _vector(expr, args: dict, n: int) -> np.ndarray:
