@@ -12,8 +12,10 @@
   or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
   fit, the rest ranked by the expected time where a row has one (:mod:`symllm.studies.ranks`: the best rows), the
   roofline model of :func:`symllm.costs.hardware.roofline` breaking ties and ranking the rest (training: step time at
-  the global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
-  and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
+  the global batch; serving: decode tokens/s), one row a layout: its other batches (training: micro-batch splits) that
+  fit folded into its best, ``batches`` their least and most (:func:`symllm.studies.ranks.rank`). The closed forms are
+  built once per ZeRO stage and recomputation and evaluated over every layout at once in compiled kernels
+  (:mod:`symllm.numbers.kernels`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
   that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
 
