@@ -81,11 +81,11 @@ def test_report_and_plan_name_the_tp_overlap_they_time(capsys):
 
 def test_plan_help_says_every_batch_is_tried(capsys):
     """plan --concurrency's help said batches 1, 2, 4, ... were tried; plan tries every batch up to it: with
-    --concurrency 3 on one H100 Llama-3.1-8B's rows are batches 3, 2 and 1 (the weights, 2 x 8,030,261,248 bytes,
-    and three sequences' cache fit an 80 GiB card), batch 3 not a power of two."""
+    --concurrency 3 on one H100 Llama-3.1-8B's row is batch 3, batches 1 and 2 folded into it (the weights,
+    2 x 8,030,261,248 bytes, and three sequences' cache fit an 80 GiB card), batch 3 not a power of two."""
     rows = json.loads(_run(capsys, "plan", "llama3.1-8b", "--gpus", "1xh100-sxm", "--concurrency", "3",
                            "--json")[0])["rows"]
-    assert sorted(r["batch"] for r in rows if (r["tp"], r["pp"]) == (1, 1)) == [1, 2, 3]
+    assert [(r["batch"], r["batches"]) for r in rows if (r["tp"], r["pp"]) == (1, 1)] == [(3, [1, 3])]  # (folded)
     help_text = subprocess.run([sys.executable, "-m", "symllm", "plan", "--help"], capture_output=True, text=True,
                                check=True).stdout
     assert "every batch 1, 2, 3, ... up to it" in " ".join(help_text.split())

@@ -66,23 +66,30 @@ def test_training_plan_ranks_its_best_rows_by_workloads_expected_step():
 ])
 def test_plans_ranking_is_every_rows_expected_step_sorted(monkeypatch, model, options):
     """The pruning never drops the true best: on 8 H100s, global batch 8 x 4,096, workload()'s expected step at
-    every fitting layout (count's door, one row at a time, none skipped), sorted (ties in the bound's order), gives
-    the plan's best ten rows, the same layouts in the same order; every row's floor (ranks.floors, by which plan
-    passes a row over unread) is at or below that step; and plan read fewer rows than fit."""
+    every fitting layout and micro-batch split (count's door, one row at a time, none skipped), sorted (ties in the
+    bound's order), each layout's first kept (one row a layout), gives the plan's best ten rows, the same layouts at
+    the same splits in the same order; every row's floor (ranks.floors, by which plan passes a row over unread) is
+    at or below that step; and plan read fewer rows than fit."""
     opts = {"gpu": "h100-sxm", "seq": 4096, **options}
     seen, read = {}, []
     real = ranks.rank
 
-    def spy(rows, training, expect, best=ranks.EXPECTED_ROWS, floor=None):
+    def spy(rows, training, expect, best=ranks.EXPECTED_ROWS, floor=None, layout=None):
         seen.update(rows=list(rows), floor=floor)  # the bound's order, as plan hands them over
-        return real(rows, training, lambda r: read.append(r) or expect(r), best, floor)
+        return real(rows, training, lambda r: read.append(r) or expect(r), best, floor, layout)
     monkeypatch.setattr(ranks, "rank", spy)
     p = plans.plan(model, 8, training=True, global_batch=8, **opts)
     k, layout = ranks.EXPECTED_ROWS, (lambda r: tuple(r[c] for c in plans._KEYS))
     steps = [_expected_step(model, r, opts) for r in seen["rows"]]
     for r, step in zip(seen["rows"], steps):
         assert seen["floor"](r) <= step * (1 + 1e-12), layout(r)
-    best = sorted(range(len(steps)), key=lambda i: (steps[i], i))[:k]
+    best, shown = [], set()  # each layout's best split, the layouts in the order of their best
+    for i in sorted(range(len(steps)), key=lambda i: (steps[i], i)):
+        at = tuple(seen["rows"][i][c] for c in ("tp", "pp", "dp", "ep", "sp", "zero", "recompute"))
+        if at not in shown:
+            shown.add(at)
+            best.append(i)
+    best = best[:k]
     assert [layout(seen["rows"][i]) for i in best] == [layout(r) for r in p.rows[:k]]
     assert all(math.isclose(r["expected"]["training_step_s"], steps[i], rel_tol=1e-12) for r, i in zip(p.rows, best))
     assert k <= len(read) < len(seen["rows"])
@@ -111,19 +118,24 @@ def test_the_70b_plan_on_32_h100s_puts_the_best_expected_step_first(cli):
 
 
 def test_serving_plan_ranks_by_expected_tokens_per_s():
-    """Serving Llama-3.1-8B on 2 H100s up to 16 sequences a replica: the best rows by workload()'s expected
-    tokens/s at their decode point (one token a sequence at context s + n), the most first."""
+    """Serving Llama-3.1-8B on 2 H100s up to 16 sequences a replica: one row a layout (tp 1 dp 2, tp 2, tp 1 pp 2),
+    each at the largest batch (16: all fit), its batches 1 to 16 folded into it; workload()'s expected tokens/s at
+    the decode point (one token a sequence at context s + n) at every batch of every layout is at most the row's
+    (the largest batch is the layout's best, as docs/plan.md says), and the rows are those bests, the most first."""
     opts = {"gpu": "h100-sxm", "seq": 1000, "gen": 100}
     p = plans.plan("llama3.1-8b", 2, concurrency=16, **opts)
-    k = ranks.EXPECTED_ROWS
 
-    def expected(r):
-        w = symllm.workload("llama3.1-8b", batch=r["batch"], tp=r["tp"], pp=r["pp"], dp=r["dp"], ep=r["ep"],
+    def expected(r, batch):
+        w = symllm.workload("llama3.1-8b", batch=batch, tp=r["tp"], pp=r["pp"], dp=r["dp"], ep=r["ep"],
                             gpu="h100-sxm", seq=1, gen=0, context=1100)
         return w["time"]["expected"]["tokens_per_s"]
-    every = sorted((expected(r) for r in p.rows), reverse=True)
-    top = [r["expected"]["tokens_per_s"] for r in p.rows[:k]]
-    assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(top, every[:k]))
+    assert sorted((r["tp"], r["pp"], r["dp"]) for r in p.rows) == [(1, 1, 2), (1, 2, 1), (2, 1, 1)]
+    assert all(r["batch"] == 16 and r["batches"] == [1, 16] for r in p.rows) and p.fit == 48
+    for r in p.rows:
+        every = [expected(r, b) for b in range(1, 17)]
+        assert math.isclose(r["expected"]["tokens_per_s"], max(every), rel_tol=1e-9), r
+    top = [r["expected"]["tokens_per_s"] for r in p.rows]
+    assert top == sorted(top, reverse=True)
 
 
 @pytest.mark.parametrize("engine", ["megatron", "torchtitan"])
@@ -190,3 +202,48 @@ def test_a_workload_without_the_largest_batch_search_keeps_every_other_answer():
         assert searched <= set(full["time"]) and not searched & set(lean["time"])
         assert lean["time"] == {k: v for k, v in full["time"].items() if k not in searched}
         assert {k: v for k, v in lean.items() if k != "time"} == {k: v for k, v in full.items() if k != "time"}
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_plans_rows_are_distinct_layouts(training):
+    """Issue 40's new-user pass: `plan llama3.1-70b --gpus 8xh200` showed tp 2 dp 4 at batches 169, 168, ..., 160 and
+    no other layout. One row a layout now (serving: tp, pp, dp, ep; training: and sp, zero, recompute), the others
+    folded: the batches enumerated and fitting are still counted (``fit``), each row's ``batches`` the least and most
+    of its layout's, its own among them; the serving plan's first is tp 2 dp 4 at 169 (vLLM's KV cache at tp 2,
+    ``sequences``), its second another layout."""
+    opts = {"training": True, "global_batch": 16, "seq": 8192} if training else {}
+    p = plans.plan("llama3.1-70b", 8, "h200", **opts)
+    keys = ("tp", "pp", "dp", "ep") + (("sp", "zero", "recompute") if training else ())
+    layouts = [tuple(r[k] for k in keys) for r in p.rows]
+    assert len(layouts) == len(set(layouts)) > 1 and p.fit > len(p.rows)
+    assert p.fit + sum(p.dropped.values()) == p.layouts
+    assert all(r["batches"][0] <= r["batch"] <= r["batches"][1] for r in p.rows)
+    if not training:
+        assert (p.rows[0]["tp"], p.rows[0]["dp"], p.rows[0]["batch"]) == (2, 4, p.sequences["tp 2"]) == (2, 4, 169)
+        assert p.rows[0]["batches"] == [1, 169] and p.rows[1]["tp"] != 2
+
+
+def test_each_served_layouts_row_is_count_serves_answer_at_it(cli):
+    """One answer: a serving plan with --gen of Llama-3.1-8B on 2 H100s, prompt 1,000 + 100, up to 64 a replica:
+    every row (one a layout: tp 1 dp 2, tp 2, tp 1 pp 2) carries its time under load, and it is count --serve
+    --concurrency B's at that layout and batch (one replica's output tokens/s)."""
+    work = ["--seq", "1000", "--gen", "100"]
+    p = json.loads(cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--concurrency", "64", "--json", *work]).out)
+    assert len(p["rows"]) == 3 and all("load" in r for r in p["rows"])
+    for r in p["rows"]:
+        flags = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work, "--tp", str(r["tp"]),
+                 "--pp", str(r["pp"]), "--dp", str(r["dp"]), "--concurrency", str(r["batch"])]
+        load = json.loads(cli(flags).out)["serving"]["load"]
+        for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
+            assert r["load"][k] == load[k], (r["tp"], r["pp"], k)
+
+
+def test_a_training_plan_refuses_a_concurrency_from_python_as_from_the_command_line(cli):
+    """symllm.plan(..., training=True, concurrency=5) silently ignored the concurrency (the CLI refused it, its own
+    copy of the rule); plan() refuses it now, with the line the command line prints (exit 2)."""
+    line = "concurrency: applies to serving, not --train (training takes --global-batch)"
+    with pytest.raises(SymllmError) as e:
+        symllm.plan("llama3.1-8b", 8, "h100-sxm", training=True, concurrency=5)
+    assert str(e.value) == line
+    r = cli(["plan", "llama3.1-8b", "--gpus", "8xh100-sxm", "--train", "--concurrency", "5"])
+    assert r.code == 2 and line in r.err and "Traceback" not in r.err

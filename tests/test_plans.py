@@ -195,7 +195,7 @@ def test_plan_top_rows_equal_workload():
     the expected step time (tokens/s) for the best rows, by the bound's past them (tests/test_plan_ranks.py)."""
     k = ranks.EXPECTED_ROWS
     p = plans.plan("llama3.1-8b", 16, "h100-sxm", training=True, global_batch=32, seq=4096)
-    assert p.rows and len(p.rows) + sum(p.dropped.values()) == p.layouts
+    assert p.rows and p.fit + sum(p.dropped.values()) == p.layouts
     top = [r["expected"]["training_step_s"] for r in p.rows[:k]]
     assert top == sorted(top) and [r["step_s"] for r in p.rows[k:]] == sorted(r["step_s"] for r in p.rows[k:])
     assert any(r["accum"] > 1 for r in p.rows[:40])
@@ -222,7 +222,8 @@ def test_every_dropped_layout_really_does_not_fit():
     for row in serve.drops + serve.rows:
         _check_row("llama3.2-1b", row, {**opts, "seq": 8192}, False)
     assert sum(serve.dropped.values()) == len(serve.drops) > 0
-    assert sorted({r["batch"] for r in serve.rows + serve.drops}) == list(range(1, 65))  # every batch tried
+    kept = {b for r in serve.rows for b in range(r["batches"][0], r["batches"][1] + 1)}  # folded into its layout's row
+    assert sorted(kept | {r["batch"] for r in serve.drops}) == list(range(1, 65))  # every batch tried
 
 
 def test_plan_refuses_what_it_enumerates():
@@ -335,7 +336,7 @@ def test_cli_plan_names_the_formats(cli):
     (test_plan_takes_the_weight_and_kv_formats) fits."""
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--gpu-memory", "48", "--seq", "8192",
              "--weight-format", "Q4_K_M", "--kv-format", "fp8"])
-    assert r.code == 0 and "Q4_K_M, KV cache fp8): 256 layouts, 1 fit" in " ".join(r.out.split())
+    assert r.code == 0 and "Q4_K_M, KV cache fp8): 256 layouts and batches, 1 fit" in " ".join(r.out.split())
     assert max(map(len, r.out.splitlines())) <= 100
     r = cli(["plan", "llama3.1-70b", "--gpus", "1xl40s", "--weight-format", "Q3_K_XXL"])
     assert r.code == 2 and r.err.startswith("symllm: error: weight_format: ") and r.err.count("\n") == 1

@@ -330,11 +330,8 @@ def cmd_plan(args) -> int:
     if args.top is not None and args.top < 1:
         raise SymllmError(f"top: expected a positive integer, got {args.top}")
     warn_untimed(given, args.train, "--train")  # serving plans time no token budget
-    if args.train and args.concurrency is not None:  # --global-batch's twin: it was silently ignored
-        raise SymllmError("concurrency: applies to serving, not --train (training takes --global-batch)")
-    tried = {} if args.concurrency is None else {"concurrency": args.concurrency}  # else plans.plan's default
     result = plans.plan(config, count, gpu, training=args.train, global_batch=args.global_batch,
-                        serve=_serve_options(args), **tried, **given)
+                        concurrency=args.concurrency, serve=_serve_options(args), **given)
     if args.json:
         with _any_int_digits():  # exact numbers of any length
             print(json_text(result.to_dict(args.top)))

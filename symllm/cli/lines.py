@@ -120,7 +120,9 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
     out = [wrap_text(f"{p.model} on {p.gpus} x {p.gpu}{capped} ({what}; {w['stack']} stack, "
                      f"{w.get('weight_format') or w['dtype']}"
                      f"{kv}{'; ' + layout_words(p.tp_layout) if p.tp_layout else ''}): {p.layouts:,} "
-                     f"layouts, {len(p.rows):,} fit" + (f", best {min(top, len(p.rows))} below" if p.rows else ""))]
+                     f"layouts and {'micro-batch splits' if p.training else 'batches'}, {p.fit:,} fit"
+                     + (f", best {min(top, len(p.rows))} of {len(p.rows):,} layout{'s' * (len(p.rows) > 1)} below"
+                        if p.rows else ""))]
     moe = any(r["ep"] > 1 for r in p.rows + p.drops)
     load = any("load" in r for r in p.rows[:top])
     if p.rows:
@@ -170,6 +172,11 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
                          "memory." + (f" A replica refused fits when its inference peak does (it assumes {p.assumes})."
                                       if p.unserved else "") + " Nothing that does not fit is timed; every decode step "
                          "is one token a sequence at the context above (s + n unless --context)."))
+    if p.rows:
+        out.append(wrap_text("Rows: each layout once, at its best " + (
+            "micro x acc by the ranking (its other splits that fit folded into it)" if p.training else
+            "batch, the largest that fits (tokens/s rise with the batch; the smaller ones folded into it)")
+            + "; --json gives each row's batches, the least and most that fit."))
     out.append(wrap_text(f"Pipeline splits: {p.splits}."))
     out.append(wrap_text("Times: roofline per GPU plus communication, not overlapped (a bound), and expected (exp.: "
                          f"measured efficiencies, {p.engine} conventions"

@@ -12,8 +12,10 @@
   or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
   fit, the rest ranked by the expected time where a row has one (:mod:`symllm.studies.ranks`: the best rows), the
   roofline model of :func:`symllm.costs.hardware.roofline` breaking ties and ranking the rest (training: step time at
-  the global batch; serving: decode tokens/s). The closed forms are built once per ZeRO stage and recomputation
-  and evaluated over every layout at once in compiled kernels (:mod:`symllm.numbers.kernels`), with the
+  the global batch; serving: decode tokens/s), one row a layout: its other batches (training: micro-batch splits) that
+  fit folded into its best, ``batches`` their least and most (:func:`symllm.studies.ranks.rank`). The closed forms are
+  built once per ZeRO stage and recomputation and evaluated over every layout at once in compiled kernels
+  (:mod:`symllm.numbers.kernels`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
   that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
 
@@ -37,7 +39,7 @@ Under LoRA (``lora_rank``) a training layout's peak is LoRA's (:mod:`symllm.cost
 divided over the layout), as ``workload()``'s.
 
 >>> p = plan("llama3.1-8b", 8, "h100-sxm", training=True, global_batch=8, seq=4096)
->>> p.layouts, len(p.rows) + sum(p.dropped.values()) == p.layouts
+>>> p.layouts, p.fit + sum(p.dropped.values()) == p.layouts
 (232, True)
 >>> best = p.rows[0]; (best["tp"], best["pp"], best["dp"], best["zero"], best["recompute"])
 (1, 1, 8, 2, False)
@@ -212,16 +214,19 @@ def fewest_gpus(config, work: Workload | None = None, *, ranks=("tp",), training
 
 @dataclass
 class Plan:
-    """The layouts of :func:`plan`: ``rows`` (those that fit, best first, each a dict of the layout and its
-    figures), ``dropped`` (reason -> how many layouts), ``drops`` (each dropped layout with its reason)."""
+    """The layouts of :func:`plan`: ``rows`` (those that fit, best first, one a layout: its best batch or micro-batch
+    split, a dict of the layout and its figures, ``batches`` the least and most of its layout's that fit),
+    ``dropped`` (reason -> how many layouts), ``drops`` (each dropped layout with its reason)."""
 
     model: str
     gpu: str
     gpus: int
     training: bool
-    #: layouts enumerated
+    #: layouts enumerated, each with its batch (training: its micro-batches)
     layouts: int
     rows: list = field(default_factory=list)
+    #: the enumerated layouts that fit (``rows`` holds one a layout, its other batches folded)
+    fit: int = 0
     dropped: dict = field(default_factory=dict)
     drops: list = field(default_factory=list)
     #: the workload every layout shares (its batch is the global batch for training)
@@ -262,7 +267,7 @@ class Plan:
         """JSON-ready: the first ``top`` rows (all by default), the drop counts, what the fit verdict
         assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
         return {"model": self.model, "gpu": self.gpu, "gpus": self.gpus, "training": self.training,
-                "layouts": self.layouts, "fit": len(self.rows), "dropped": dict(self.dropped),
+                "layouts": self.layouts, "fit": self.fit, "dropped": dict(self.dropped),
                 "assumes": self.assumes, "splits": self.splits, "workload": self.workload, "engine": self.engine,
                 **({"tp_layout": self.tp_layout} if self.tp_layout else {}),
                 **({"sequences": self.sequences} if self.sequences else {}),
@@ -280,14 +285,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     """Every layout of ``gpus`` GPUs (module docstring) whose ``tp`` ``work`` allows (:func:`_tp_choices`), as
     columns (``batch`` 0: ``dp`` does not divide the global batch)."""
     experts = spc.n_experts
-    cols = {k: [] for k in _KEYS}
-    columns = list(cols.values())
-    batches = range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
-
-    def add(*values):
-        for column, v in zip(columns, values):
-            column.append(v)
-
+    rows = []  # one tuple a layout, in _KEYS' order
+    batches = () if training else range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
     for tp in _tp_choices(spc, work):
         if gpus % tp:
             continue
@@ -296,18 +295,14 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
             eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
             for ep in eps:
                 if not training:
-                    for b in batches:
-                        add(tp, pp, dp, ep, False, 0, False, b, 1)
+                    rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
                     continue
                 per_rank = global_batch // dp if global_batch % dp == 0 else 0
-                for seq_par in ((False, True) if tp > 1 else (False,)):
-                    for zero in (range(4) if dp > 1 else (0,)):
-                        for rec in (False, True):
-                            if not per_rank:
-                                add(tp, pp, dp, ep, seq_par, zero, rec, 0, 0)
-                            for micro in _divisors(per_rank) if per_rank else ():
-                                add(tp, pp, dp, ep, seq_par, zero, rec, micro, per_rank // micro)
-    return {k: np.asarray(v, dtype=bool if k in ("sp", "recompute") else np.int64) for k, v in cols.items()}
+                splits = [(m, per_rank // m) for m in _divisors(per_rank)] if per_rank else [(0, 0)]
+                rows += [(tp, pp, dp, ep, seq_par, zero, rec, m, a) for seq_par in ((0, 1) if tp > 1 else (0,))
+                         for zero in (range(4) if dp > 1 else (0,)) for rec in (0, 1) for m, a in splits]
+    table = np.asarray(rows, dtype=np.int64).reshape(-1, len(_KEYS)).T.copy()  # (each column contiguous)
+    return {k: table[i].astype(bool) if k in ("sp", "recompute") else table[i] for i, k in enumerate(_KEYS)}
 
 
 def _vector(expr, args: dict, n: int) -> np.ndarray:
@@ -322,7 +317,7 @@ def _float(x: np.ndarray) -> np.ndarray:
 
 
 def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None, *, training: bool = False,
-         global_batch: int | None = None, concurrency: int = 256, serve: dict | None = None, **options) -> Plan:
+         global_batch: int | None = None, concurrency: int | None = None, serve: dict | None = None, **options) -> Plan:
     """Every layout of ``gpus`` accelerators called ``gpu`` (or the workload's ``gpu``), dropped with its
     reason where its per-GPU peak does not fit, the rest ranked (module docstring): for ``training`` by step
     time of ``global_batch`` sequences (default: one per GPU) of the workload's ``seq``, for serving by
@@ -341,7 +336,6 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
-    positive_int("concurrency", concurrency)
     if gpu is not None:
         options["gpu"] = gpu
     for k in ("tp", "pp", "dp", "ep", "sp", "zero_stage", "recompute", "batch"):
@@ -359,8 +353,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         raise SymllmError("recompute: plan enumerates no and full recomputation, not op checkpointing yet")
     if training:
         global_batch = gpus if global_batch is None else positive_int("global_batch", global_batch)
+        if concurrency is not None:  # global_batch's twin
+            raise SymllmError("concurrency: applies to serving, not --train (training takes --global-batch)")
     elif global_batch is not None:
         raise SymllmError("global_batch: a training option (--train); serving tries batches up to --concurrency")
+    else:
+        concurrency = 256 if concurrency is None else positive_int("concurrency", concurrency)
     serve = dict(serve or {})
     if training and serve:
         raise SymllmError(f"{next(iter(serve))}: applies to serving (the engine's KV cache), not --train")
@@ -470,11 +468,19 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     floor = dict(zip(map(id, rows), low[kept].tolist()))  # each row's floor, by the row (sorted next)
+    out.fit, key, batches = len(rows), {}, {}  # each row's layout; a layout's batches (training: micro-batches)
+    for r, at in zip(rows, zip(*(cols[k][kept].tolist() for k in ranks.LAYOUT[training]))):
+        key[id(r)] = at
+        batches.setdefault(at, []).append(r["batch"])
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
+    if not training:  # a replica's best batch, the largest it holds (its tokens/s rise with it: ranks.LAYOUT)
+        rows = ranks.rank(rows, training, None, best=0, layout=lambda r: key[id(r)])
     rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at),
-                      floor=lambda r: floor[id(r)])
+                      floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
+    for r in rows:
+        r["batches"] = [min(batches[key[id(r)]]), max(batches[key[id(r)]])]
     for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
         at = tuple(r[k] for k in served_by.REPLICA)
         load = served_by.under_load(spc.config, work, at, r["batch"], out.engine, workload_at, serve) if (

@@ -19,13 +19,26 @@ import numpy as np
 
 from symllm.costs.workloads import Workload
 
-__all__ = ["EXPECTED_ROWS", "RANKED_BY", "expected", "floors", "rank"]
+__all__ = ["EXPECTED_ROWS", "LAYOUT", "RANKED_BY", "expected", "floors", "layout_of", "rank"]
 
 #: the best rows of a plan that carry expected times (``row["expected"]``: symllm.costs.efficiency), ranked by them
 EXPECTED_ROWS = 10
 
 #: what a plan of each kind ranks its rows by: (the expected figure, the bound's)
 RANKED_BY = {True: ("training_step_s", "step_s"), False: ("tokens_per_s", "tokens_per_s")}
+
+#: what lays a plan row out, its batch and micro-batches aside (a plan shows each layout once: :func:`rank`), by kind
+LAYOUT = {True: ("tp", "pp", "dp", "ep", "sp", "zero", "recompute"), False: ("tp", "pp", "dp", "ep")}
+
+
+def layout_of(row: dict, training: bool) -> tuple:
+    """A plan row's layout (:data:`LAYOUT`), the key its batches fold under.
+
+    >>> layout_of({"tp": 2, "pp": 1, "dp": 4, "ep": 1, "batch": 169}, False)
+    (2, 1, 4, 1)
+    """
+    return tuple(row[k] for k in LAYOUT[training])
+
 
 #: a bound past the best expected times by less than this (relative) is still evaluated: the two are computed
 #: along different paths (floats over every layout, exact fractions at one), and may differ in the last digits
@@ -133,15 +146,18 @@ def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: di
     return runs * least
 
 
-def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=None) -> list:
-    """``rows`` (in the bound's order, best first) ranked: the ``best`` rows of the best expected time first, each
-    with its ``row["expected"]`` (``expect(row)``, :func:`expected`'s), by that time (training: step seconds, the
-    least first; serving: tokens/s, the most first; ties: the bound's order; a row without that figure by its
-    bound), then the others in the bound's order (no expected time). Exact: every expected time is at or above its
-    bound, so once a row's bound is past the ``best``-th expected time found, none from it on can be faster (module
-    docstring); ``floor(row)``, training only: a lower bound of the row's expected step (:func:`floors`; at most its
-    bound where it has no expected figure): the rows are read by the larger of the two instead, until it is past
-    that time.
+def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=None, layout=None) -> list:
+    """``rows`` (in the bound's order, best first) ranked, one row a layout (``layout(row)``, its key: a row with each
+    of its batches or micro-batch splits; None: each row its own): the ``best`` layouts of the best expected time
+    first, each as its best row (the best expected time among its rows) with its ``row["expected"]``
+    (``expect(row)``, :func:`expected`'s), by that time (training: step seconds, the least first; serving: tokens/s,
+    the most first; ties: the bound's order; a row without that figure by its bound), then the other layouts in the
+    bound's order, each as its best row by the bound (no expected time); the other rows of a layout folded into it.
+    Exact: every expected time is at or above its bound, so once a row's bound is past the ``best``-th layout's
+    expected time found, none from it on can be faster (module docstring), and a row whose bound is past its own
+    layout's best expected time found cannot be that layout's best (not read); ``floor(row)``, training only: a
+    lower bound of the row's expected step (:func:`floors`; at most its bound where it has no expected figure): the
+    rows are read by the larger of the two instead, until it is past that time.
 
     >>> rows = [{"step_s": 1.0, "e": 3.0}, {"step_s": 1.5, "e": 1.6}, {"step_s": 2.0, "e": 2.1}, {"step_s": 4, "e": 5}]
     >>> seen = []
@@ -149,6 +165,9 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=No
     ...     seen.append(r["step_s"]); return {"training_step_s": r["e"]}
     >>> [r["step_s"] for r in rank(rows, True, expect, best=2)], seen  # 4 s is past the 2nd best, 2.1 s: not read
     ([1.5, 2.0, 1.0, 4], [1.0, 1.5, 2.0])
+    >>> seen.clear(); by = lambda r: r["step_s"] < 1.8  # two layouts: 1 s and 1.5 s one, 2 s and 4 s the other
+    >>> [r["step_s"] for r in rank(rows, True, expect, best=2, layout=by)], seen  # 4 s: past its layout's 2.1 s
+    ([1.5, 2.0], [1.0, 1.5, 2.0])
     >>> rows = [{"step_s": 1.0, "e": 1.2}, {"step_s": 1.1, "e": 3.0}, {"step_s": 1.25, "e": 1.3}]
     >>> seen.clear(); low = lambda r: r["e"] - 0.1  # 1.1 s: its floor, 2.9 s, is past the best, 1.2 s: not read
     >>> [r["step_s"] for r in rank(rows, True, expect, best=1, floor=low)], seen
@@ -156,26 +175,38 @@ def rank(rows: list, training: bool, expect, best: int = EXPECTED_ROWS, floor=No
     """
     key, bound = RANKED_BY[training]
     sign = 1 if training else -1  # the least seconds, the most tokens/s
-    if best < 1:
-        return list(rows)
-    timed = []  # (its expected figure signed: less is better, its bound's order, the row)
-    kept = []  # the best signed figures found, negated (a heap: its first the best-th, the worst of them)
-    low = [sign * row[bound] * (1 - sign * _ROUNDING) for row in rows]  # the least each row's figure can be
-    order = range(len(rows))  # the bound's order; with floors, by the larger of the two (the best rows come sooner)
-    if training and floor is not None:
-        low = [max(x, floor(row) * (1 - _ROUNDING)) for x, row in zip(low, rows)]
-        order = sorted(order, key=low.__getitem__)
-    for i in order:
-        if len(kept) >= best and low[i] > -kept[0]:
-            break  # its least, and every later row's, is past the best expected times: none of them ranks above
-        row = rows[i]
-        row["expected"] = expect(row)
-        timed.append((sign * row["expected"].get(key, row[bound]), i))  # no expected figure: its bound stands in
-        heapq.heappush(kept, -timed[-1][0])
-        if len(kept) > best:
-            heapq.heappop(kept)
-    ranked = sorted(timed)
-    top = {i for _, i in ranked[:best]}
-    for _, i in ranked[best:]:  # read, but not among the best: ranked by the bound, as every row past them
-        del rows[i]["expected"]
-    return [rows[i] for _, i in ranked[:best]] + [r for i, r in enumerate(rows) if i not in top]
+    layout = layout or id
+    tops = {}  # each layout read -> (its best signed expected figure: less is better, that row's bound order)
+    if best >= 1:
+        low = [sign * row[bound] * (1 - sign * _ROUNDING) for row in rows]  # the least each row's figure can be
+        order = range(len(rows))  # the bound's order; with floors, by the larger of the two (best rows come sooner)
+        if training and floor is not None:
+            low = [max(x, floor(row) * (1 - _ROUNDING)) for x, row in zip(low, rows)]
+            order = sorted(order, key=low.__getitem__)
+        cut = float("inf")  # the best-th best layout's figure, once that many are read
+        for i in order:
+            if low[i] > cut:
+                break  # its least, and every later row's, is past the best layouts' expected times: none ranks above
+            row = rows[i]
+            at = layout(row)
+            if at in tops and low[i] > tops[at][0]:
+                continue  # it cannot be its layout's best
+            row["expected"] = expect(row)
+            figure = (sign * row["expected"].get(key, row[bound]), i)  # no expected figure: its bound stands in
+            if at not in tops or figure < tops[at]:
+                tops[at] = figure
+                if len(tops) >= best:
+                    cut = heapq.nsmallest(best, tops.values())[-1][0]
+    ranked = [i for _, i in sorted(tops.values())[:best]]
+    top = set(ranked)
+    for i, row in enumerate(rows):  # read, but not a best layout's best row: ranked by the bound, as every row past
+        if i not in top:
+            row.pop("expected", None)
+    out = [rows[i] for i in ranked]
+    shown = {layout(r) for r in out}
+    for row in rows:
+        at = layout(row)
+        if at not in shown:
+            shown.add(at)
+            out.append(row)
+    return out
