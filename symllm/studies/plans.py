@@ -335,9 +335,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences["tp 8"], p.sequences["tp 4 pp 2"]
-    ((8, 1, 2, 256), 305, 305)
+    ((8, 1, 2, 256), 305, 300)
     >>> sorted(p.dropped.items())
-    [("more sequences than vllm's KV cache holds (count --serve)", 1235)]
+    [("more sequences than vllm's KV cache holds (count --serve)", 1239)]
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
