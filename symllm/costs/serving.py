@@ -85,7 +85,8 @@ Conventions (each an estimate of what vLLM measures, not derives):
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
   engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) and, in groups of
   more than one rank, its NCCL communicators' (vLLM V1: 3 of 688 MiB at ``--tp`` above 1, :func:`nccl_bytes`)
-  unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated and are not subtracted).
+  unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated
+  and are not subtracted).
 
 >>> r = capacity("llama3.1-8b", gpu="h100-sxm", seq=131072)
 >>> r["kv_bytes_per_token"], r["block_size"], r["kv_tokens"] % 16
