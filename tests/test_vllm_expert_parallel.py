@@ -1,5 +1,5 @@
-"""Serving under vLLM's expert parallelism as vLLM lays it out (symllm.costs.expert_layout): ``--enable-expert-parallel``
-makes the expert-parallel group every tensor rank of every data-parallel rank (``ep_size = tp x dp``) and gives
+"""Serving under vLLM's expert parallelism as vLLM lays it out (symllm.costs.expert_layout):
+``--enable-expert-parallel`` makes the expert-parallel group every tensor rank of every data-parallel rank (``ep_size = tp x dp``) and gives
 each rank whole experts (the MoE layer's ``tp_size`` 1), the attention split over ``--tp`` only
 (``FusedMoEParallelConfig.make``, vllm/model_executor/layers/fused_moe/config.py, vLLM 0.33.0's wheel, read
 2026-11-29). Training engines keep symllm's own layout (ep carved out of dp, experts split over tp).
