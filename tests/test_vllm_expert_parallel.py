@@ -10,6 +10,8 @@ The hand counts read Mixtral-8x7B's config.json (symllm/presets/mixtral-8x7b.jso
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import symllm
@@ -91,3 +93,56 @@ def test_training_engines_keep_their_layout():
     assert w.expert_tp == "split"
     got = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=4, engine="megatron")["params"]["per_gpu"]
     assert got == _weights_by_hand(2, E // 4, I // 2) // 2
+
+
+_EP = ["mixtral-8x7b", "--engine", "vllm", "--tp", "2", "--dp", "4", "--ep", "8", "--gpu", "h100-sxm"]
+_NOTE = "training: not in vllm's expert-parallel layout (it serves only)"
+
+
+def test_no_training_figure_in_vllms_layout():
+    """vLLM serves only: its EP layout (8 ranks over 4 replicas) has no training step. Megatron's forms put in it
+    give an expert-data-parallel group of N_d/N_e = 4/8 ranks and negative gradient traffic (sent: dp was
+    -20,138,151,936 bytes); every per-GPU training figure is null instead, with the reason, the serving ones kept."""
+    out = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=8, engine="vllm", gpu="h100-sxm")
+    per_gpu = out["memory_per_gpu"]
+    assert per_gpu["weights"] == _weights_by_hand(2, 1, I)
+    assert [per_gpu[k] for k in ("training_states", "activations", "training_peak")] == [None] * 3
+    assert set(out["comm"].values()) == {None}
+    t = out["time"]
+    assert "training_fits" not in t and t["fits"] is True
+    assert t["training_step_s"] is None and t["mfu"] is None and t["expected"]["training_step_s"] is None
+    assert out["training"] == {"reason": _NOTE}
+    # symllm's own layout (Megatron's: ep carved out of dp) still answers them
+    kept = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=4, engine="megatron")
+    assert kept["comm"]["dp"] > 0 and "training" not in kept
+
+
+def test_count_says_so_in_one_line(cli):
+    r = cli(["count", *_EP])
+    assert r.code == 0 and "-20,138,151,936" not in r.out
+    per_gpu = r.out.split("per GPU (tp 2, pp 1, dp 4, ep 8", 1)[1]
+    assert "sent:" not in per_gpu and "training_states" not in per_gpu and "training_peak" not in per_gpu
+    assert "training step" not in per_gpu and "training tokens/s" not in per_gpu and "training peak" not in per_gpu
+    assert r.out.count(_NOTE) == 1
+    r = cli(["count", *_EP, "--json"])
+    assert r.code == 0 and '"dp": null' in r.out and _NOTE in r.out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", *_EP], "ep: 8; report derives training, not in vllm's expert-parallel layout"),
+    (["derive", "--model", *_EP, "--quantity", "comm"], f"quantity: comm; {_NOTE}"),
+    (["sweep", "--base", *_EP[:-2], "--quantity", "comm_dp"], f"quantity: comm_dp; {_NOTE}"),
+])
+def test_training_requests_refused_in_vllms_layout(cli, argv, message):
+    r = cli(argv)
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith(f"symllm: error: {message}")
+
+
+def test_training_plan_under_vllm_tries_no_expert_parallelism(cli):
+    """Training under --engine vllm: vLLM's expert-parallel layout serves only (and at tp 1 x dp 32 its ep 8 or 16
+    would be refused by vLLM's layout as a workload), so no training row has expert parallelism."""
+    r = cli(["plan", "mixtral-8x7b", "--gpus", "32xh100-sxm", "--train", "--engine", "vllm", "--json"])
+    assert r.code == 0
+    rows = json.loads(r.out)["rows"]
+    assert rows and {row.get("ep", 1) for row in rows} == {1}

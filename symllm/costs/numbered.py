@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from symllm.costs import accelerators, hardware
+from symllm.costs import accelerators, expert_layout, hardware
 from symllm.costs.replication import ReplicatedKV
 from symllm.costs.layouts import tp_layouts
 from symllm.costs.workloads import Workload, symbol_codes
@@ -54,7 +54,8 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     for name, value in pairs:
         group, _, key = name.partition(".")
         out[group][key] = value
-    return _with_format_and_time(out, work, ev, fmt, window, largest)
+    # in an inference engine's own expert-parallel layout no training figure is answered (it serves only)
+    return expert_layout.unanswered(_with_format_and_time(out, work, ev, fmt, window, largest), work)
 
 
 def grouped(forms, groups: tuple) -> list:

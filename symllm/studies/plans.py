@@ -9,7 +9,8 @@
   any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
   the rest data-parallel; for a mixture of experts expert-parallel
   ranks dividing the experts and the data-parallel ranks (serving under vLLM's own expert parallelism, only those it
-  runs: 1 or ``tp × dp``, :mod:`symllm.costs.expert_layout`); for training ZeRO 0-3 and full recomputation
+  runs: 1 or ``tp × dp``, :mod:`symllm.costs.expert_layout`; training under it, none: that layout serves only,
+  and symllm's own, carved out of ``dp``, is not the engine's); for training ZeRO 0-3 and full recomputation
   or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
   fit, the rest ranked by the expected time where a row has one (:mod:`symllm.studies.ranks`: the best rows), the
   roofline model of :func:`symllm.costs.hardware.roofline` breaking ties and ranking the rest (training: step time at
@@ -284,6 +285,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     experts = spc.n_experts
     # a serving engine's own expert parallelism (vLLM's tp x dp: symllm.costs.expert_layout): only what it runs
     whole = not training and expert_layout.declared(engine_for(work.engine, "inference")["name"])
+    # training under such an engine: none (its own layout serves only, symllm's is not the engine's)
+    serves_only = training and expert_layout.declared(work.engine) is not None
     cols = {k: [] for k in _KEYS}
     columns = list(cols.values())
     batches = range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
@@ -298,7 +301,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
         for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
             eps = [e for e in _divisors(dp) if experts % e == 0 and (not whole or e in (1, tp * dp))
-                   ] if experts else [1]
+                   ] if experts and not serves_only else [1]
             for ep in eps:
                 if not training:
                     for b in batches:
