@@ -289,7 +289,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                      f"{', sp' if w['sp'] else ''}{overlap}"
                      f"{'; ' + layout_words(laid) if laid and not both else ''}"
-                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}{'' if unanswered else '; a training step'})")
+                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                     f"{'' if unanswered else '; a training step'})")
             # the title on a line of its own: as the first column's header it widened the table past 100 columns
             print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
             if unanswered:

@@ -15,15 +15,15 @@ else):
   ``--tp`` and replicated over ``--dp``. So ``--ep`` is 1 (no expert parallelism) or ``--tp × --dp``, and each rank
   holds ``n_e / (N_t·N_d)`` experts whole: the closed forms' ``⌈n_e/N_e⌉`` whole experts (``expert_tp`` "whole")
   with ``N_e`` that many ranks. A split of the experts given with it is refused. The engine serves only: in its
-  layout no training figure is answered (:func:`serves_only`, :func:`unanswered`), as symllm's training forms carve
-  ``N_e`` out of ``N_d`` (their expert-data-parallel group ``N_d/N_e`` is below one rank here); a training plan under
-  the engine tries no expert parallelism (:mod:`symllm.studies.plans`).
+  layout no training figure is answered (:func:`serves_only`; :func:`symllm.costs.numbered.unanswered`), as
+  symllm's training forms carve ``N_e`` out of ``N_d`` (their expert-data-parallel group ``N_d/N_e`` is below one
+  rank here); a training plan under the engine tries no expert parallelism (:mod:`symllm.studies.plans`).
 """
 from __future__ import annotations
 
 from symllm.errors import SymllmError
 
-__all__ = ["EXPERT_PARALLEL", "declared", "check", "serves_only", "unanswered"]
+__all__ = ["EXPERT_PARALLEL", "declared", "check", "serves_only"]
 
 #: the expert-parallel layouts an engine may declare (efficiency.json ``expert_parallel``)
 EXPERT_PARALLEL = ("tp_x_dp_whole",)
@@ -87,37 +87,4 @@ def serves_only(work) -> str | None:
     if work.ep > 1 and declared(work.engine) is not None:
         return f"training: not in {work.engine}'s expert-parallel layout (it serves only)"
     return None
-
-
-#: the time's figures of a training step (``time`` and ``time.expected``), beside every ``training_*`` key
-_TRAINING_TIMES = ("mfu", "hfu", "gpu_hours", "cost")
-
-
-def unanswered(out: dict, work) -> dict:
-    """``out`` (a workload's numbers, :func:`symllm.costs.numbered.workload_numbers`) with its per-GPU training
-    figures null where :func:`serves_only` gives a reason, kept under ``training.reason``: the training states,
-    saved activations and training peak per GPU, the bytes sent a training step, and every training time and rate
-    (``training_fits`` left out); the engine's name (``training_engine``) and the whole model's rows kept.
-
-    >>> from symllm.costs.workloads import Workload
-    >>> out = {"memory_per_gpu": {"weights": 1, "training_peak": 2}, "comm": {"dp": -3},
-    ...        "time": {"fits": True, "training_fits": False, "mfu": None, "expected": {"training_engine": "megatron"}}}
-    >>> unanswered(out, Workload(tp=2, dp=4, ep=8, engine="vllm"))["memory_per_gpu"], out["comm"], out["time"]
-    ({'weights': 1, 'training_peak': None}, {'dp': None}, {'fits': True, 'mfu': None, 'expected': \
-{'training_engine': 'megatron'}})
-    """
-    reason = serves_only(work)
-    if reason is None:
-        return out
-    from symllm.costs.phases import TRAINING_MEMORY
-    out["memory_per_gpu"] = {k: None if k in TRAINING_MEMORY else v for k, v in out["memory_per_gpu"].items()}
-    out["comm"] = dict.fromkeys(out.get("comm", {}))
-    if "time" in out:
-        t = {k: v for k, v in out["time"].items() if k != "training_fits"}
-        for times in (t, t.get("expected") or {}):
-            times.update({k: None for k in times
-                          if k in _TRAINING_TIMES or (k.startswith("training_") and k != "training_engine")})
-        out["time"] = t
-    out["training"] = {"reason": reason}
-    return out
 

@@ -34,13 +34,16 @@ from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "dtype_bytes", "options",
-           "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes", "tp_layout"]
+           "PHASES", "MEMORY_KINDS", "TRAINING_MEMORY", "with_stated", "symbol_codes", "tp_layout"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
 #: the memory kinds :func:`symllm.costs.phases.memory` knows
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
                 "training_peak", "state_cache")
+#: the per-GPU memory kinds of a training step: in the training engine's layout (symllm.costs.phases.quantities),
+#: the others (weights, the state cache, the inference peak) in the inference engine's
+TRAINING_MEMORY = ("training_states", "activations", "training_peak")
 
 #: the recomputation policies (Workload.recompute): every activation saved, each block keeping its input (full;
 #: --recompute) or torchtitan's selective op checkpointing (--selective-ac op; symllm.costs.selective)

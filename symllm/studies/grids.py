@@ -23,7 +23,7 @@ from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import MEMORY_KINDS, PHASES, Workload, options as workload_options
+from symllm.costs.workloads import MEMORY_KINDS, PHASES, TRAINING_MEMORY, Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
 
@@ -105,7 +105,7 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
         if name in PARALLEL:
             group, key = PARALLEL[name]
             unanswered = expert_layout.serves_only(work)  # an engine's own EP layout: no training figure per GPU
-            if unanswered and (group == "comm" or key in costs.TRAINING_MEMORY):
+            if unanswered and (group == "comm" or key in TRAINING_MEMORY):
                 raise SymllmError(f"quantity: {name}; {unanswered}")
             out = costs.quantities(mdl, work)[group]
             if key not in out:  # comm_ep: expert parallelism sends nothing in a dense model
