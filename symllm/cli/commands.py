@@ -277,8 +277,10 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             print("\n" + weight_table(f["format"], f["bytes"], f["bits_per_weight"]))
         if {"tp", "pp", "dp", "ep", "sp"} & set(given):  # a parallel layout (symllm.costs.parallel)
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
-            rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items()]
-            rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items()]
+            # none of the training rows (null) in an engine's own expert-parallel layout: it serves only
+            unanswered = work.get("training", {}).get("reason")
+            rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items() if v is not None]
+            rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items() if v is not None]
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below
@@ -287,10 +289,13 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                      f"{', sp' if w['sp'] else ''}{overlap}"
                      f"{'; ' + layout_words(laid) if laid and not both else ''}"
-                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}; a training step)")
+                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                     f"{'' if unanswered else '; a training step'})")
             # the title on a line of its own: as the first column's header it widened the table past 100 columns
             print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
-            if both:
+            if unanswered:
+                print(unanswered)
+            elif both:
                 print(wrap_text(f"training_states, activations, training_peak and the bytes sent in "
                             f"{layout_words(trained)} (the training engine's); the other rows in {layout_words(laid)} "
                             "(the inference engine's)"))

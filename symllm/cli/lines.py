@@ -297,7 +297,10 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     per = f"per GPU of {t['gpus']}" if t["gpus"] > 1 else "one GPU"
     e = t["expected"]
     unfit = ("does not fit", "", "")  # nothing is timed that does not fit (symllm.costs.hardware.blank_unfit)
-    if t["training_fits"] or t["training_max_batch"]:
+    serves_only = "training_fits" not in t  # an engine's own expert-parallel layout: no training row (count's note)
+    if serves_only:
+        pass
+    elif t["training_fits"] or t["training_max_batch"]:
         training = f"up to batch {t['training_max_batch']:,}, seq {t['training_max_seq']:,}"
     else:  # not one micro-batch of this seq: say what does fit, if anything
         training = (f"batch 1 fits up to seq {t['training_max_seq']:,}" if t["training_max_seq"]
@@ -311,9 +314,11 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                  f"(up to batch {t['max_batch']:,})" if t["max_batch"] else "(not even batch 1)")
              + (" with no engine overhead" + engine if serving else "")),
             ("largest context", f"{t['max_context']:,} tokens", "", f"seq + gen at batch {w['batch']:,}" + (
-                f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else "")),
-            ("training peak (LoRA)" if w.get("lora_rank") else "training peak", human_bytes(t["training_peak"]), "",
-             f"{'fits' if t['training_fits'] else 'does not fit'} ({training})")]
+                f"; past the {t['window']:,} positions trained" if t["max_context_past_window"] else ""))]
+    if not serves_only:
+        rows.append(("training peak (LoRA)" if w.get("lora_rank") else "training peak",
+                     human_bytes(t["training_peak"]), "",
+                     f"{'fits' if t['training_fits'] else 'does not fit'} ({training})"))
     if t["fits"]:
         rows += [("prefill", f"{sig4(t['prefill_s'])} s", f"{sig4(e['prefill_s'])} s", f"{t['prefill_bound']}-bound"),
                  ("decode step", f"{sig4(t['decode_token_s'])} s", f"{sig4(e['decode_token_s'])} s",
@@ -322,7 +327,9 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                   f"batch {w['batch']} x {w['dp']} replica(s)")]
     else:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
-    if t["training_fits"]:
+    if serves_only:
+        pass
+    elif t["training_fits"]:
         rows += [("training step", f"{sig4(t['training_step_s'])} s", f"{sig4(e['training_step_s'])} s",
                   f"MFU {figure(t['mfu'], '.1%')} bound, {figure(e['mfu'], '.1%')} expected"
                   + (f", HFU {figure(e['hfu'], '.1%')} expected," if e["hfu"] != e["mfu"] else "")
@@ -342,7 +349,8 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     capped = f" at {w['power_cap']:g} W" if w.get("power_cap") else ""  # --power-cap: the expected times' limit
     out = [aligned_table(rows, (f"on {t['gpu']}{capped} ({per})", "bound", "expected", ""), text_columns=(3,), wrap=3)]
     a = t["assumes"]
-    out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; training peak: {a['training_fits']}; "
+    trained = "" if serves_only else f"training peak: {a['training_fits']}; "
+    out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; {trained}"
                          f"largest context: {a['max_context']}."))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"

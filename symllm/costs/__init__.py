@@ -2,6 +2,7 @@
 accelerators and scaling laws.
 
 Modules: :mod:`~symllm.costs.workloads` (``Workload``: every option, its default and its check;
+:mod:`~symllm.costs.expert_layout`: how ``--ep`` lies under each engine, vLLM's ``tp × dp`` whole experts;
 :mod:`~symllm.costs.peft_targets`: LoRA's target linears by PEFT's or symllm's names),
 :mod:`~symllm.costs.phases` (FLOPs per phase, memory per kind, ``workload()``; :mod:`~symllm.costs.loss_memory`: the
 training loss's logits and gradient, as the head lays them out;
@@ -52,6 +53,6 @@ __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "figures", "gemm_cards", "collectives", "dp_traffic", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",
     "utilisation", "fp8_casts", "step_passes", "attention_training", "moe_training",
-    "batching", "schedules", "rings", "tp_overlap", "host_step",
+    "batching", "schedules", "rings", "tp_overlap", "host_step", "expert_layout",
     "scaling", "approximation", "optimal", "checks", "zero", "shares", "comparison", "inverse", "replication",
     "loss_memory")})

@@ -113,7 +113,8 @@ LINK_RANKS = ("tp", "dp", "ep", "pp")
 def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
     """The link each parallel group's traffic crosses, ``kind -> (topology, bytes/s one way per GPU)``: ranks
     are numbered tensor-parallel first, then data-parallel (expert-parallel inside it: an expert-parallel
-    group is ``N_t·N_e`` consecutive ranks), then pipeline stages (Megatron-LM's order), so a group stays on
+    group is ``N_t·N_e`` consecutive ranks; under vLLM's own, ``N_e = N_t·N_d``: :mod:`symllm.costs.expert_layout`),
+    then pipeline stages (Megatron-LM's order), so a group stays on
     the node's link (NVLink, Infinity Fabric, PCIe) while its ranks fit in one node of ``g.node`` GPUs, and
     crosses the network between nodes (``work.network``) otherwise: a ring's (tp, dp) at the NICs of
     its ranks in a node together (one a GPU, ``g.node // N_t`` of a data-parallel group's), an all-to-all's or a
@@ -127,10 +128,14 @@ def links(work, g: accelerators.GPU, **ranks) -> dict[str, tuple[str, int]]:
     >>> h100 = accelerators.gpu("h100-sxm")
     >>> w = links(Workload(dp=16, ep=16), h100); links(Workload(dp=16, ep=8), h100)["ep"][0], w["ep"][1], w["dp"][1]
     ('NVLink 4', 50000000000, 400000000000)
+    >>> links(Workload(tp=2, dp=4, ep=8, engine="vllm"), h100)["ep"][0]  # 8 ranks: one node
+    'NVLink 4'
     """
     tp, dp, ep, pp = (ranks[k] for k in LINK_RANKS) if ranks else (getattr(work, k) for k in LINK_RANKS)
     net, node = accelerators.network(work.network), (g.link, g.link_bandwidth) if g.link is not None else None
-    spans, nics = {"tp": tp, "dp": tp * dp, "ep": tp * ep, "pp": tp * dp * pp}, {"tp": g.node,
+    from symllm.costs.expert_layout import declared  # vLLM's expert group is its tp x dp ranks, ep of them
+    experts = ep if ep > 1 and declared(work.engine) else tp * ep
+    spans, nics = {"tp": tp, "dp": tp * dp, "ep": experts, "pp": tp * dp * pp}, {"tp": g.node,
                                                                                  "dp": max(1, g.node // tp)}
     return {k: node if node is not None and span <= g.node else net.ring(nics.get(k, 1), node and node[1])
             for k, span in spans.items()}

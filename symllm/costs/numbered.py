@@ -5,12 +5,13 @@
 """
 from __future__ import annotations
 
-from symllm.costs import accelerators, hardware
+from symllm.costs import accelerators, expert_layout, hardware
 from symllm.costs.replication import ReplicatedKV
 from symllm.costs.layouts import tp_layouts
-from symllm.costs.workloads import Workload, symbol_codes
+from symllm.costs.workloads import TRAINING_MEMORY, Workload, symbol_codes
 
-__all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "format_bytes", "weight_format_group"]
+__all__ = ["named_values", "workload_numbers", "grouped", "values", "named", "format_bytes", "weight_format_group",
+           "unanswered"]
 
 
 def named_values(work: Workload, codes=None) -> dict:
@@ -54,7 +55,39 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     for name, value in pairs:
         group, _, key = name.partition(".")
         out[group][key] = value
-    return _with_format_and_time(out, work, ev, fmt, window, largest)
+    # in an inference engine's own expert-parallel layout no training figure is answered (it serves only)
+    return unanswered(_with_format_and_time(out, work, ev, fmt, window, largest), work)
+
+
+#: the time's figures of a training step (``time`` and ``time.expected``), beside every ``training_*`` key
+_TRAINING_TIMES = ("mfu", "hfu", "gpu_hours", "cost")
+
+
+def unanswered(out: dict, work: Workload) -> dict:
+    """``out`` (a workload's numbers, :func:`workload_numbers`) with its per-GPU training figures null where
+    :func:`symllm.costs.expert_layout.serves_only` gives a reason, kept under ``training.reason``: the training
+    states, saved activations and training peak per GPU, the bytes sent a training step, and every training time
+    and rate (``training_fits`` left out); the engine's name (``training_engine``) and the whole model's rows kept.
+
+    >>> out = {"memory_per_gpu": {"weights": 1, "training_peak": 2}, "comm": {"dp": -3},
+    ...        "time": {"fits": True, "training_fits": False, "mfu": None, "expected": {"training_engine": "megatron"}}}
+    >>> unanswered(out, Workload(tp=2, dp=4, ep=8, engine="vllm"))["memory_per_gpu"], out["comm"], out["time"]
+    ({'weights': 1, 'training_peak': None}, {'dp': None}, {'fits': True, 'mfu': None, 'expected': \
+{'training_engine': 'megatron'}})
+    """
+    reason = expert_layout.serves_only(work)
+    if reason is None:
+        return out
+    out["memory_per_gpu"] = {k: None if k in TRAINING_MEMORY else v for k, v in out["memory_per_gpu"].items()}
+    out["comm"] = dict.fromkeys(out.get("comm", {}))
+    if "time" in out:
+        t = {k: v for k, v in out["time"].items() if k != "training_fits"}
+        for times in (t, t.get("expected") or {}):
+            times.update({k: None for k in times
+                          if k in _TRAINING_TIMES or (k.startswith("training_") and k != "training_engine")})
+        out["time"] = t
+    out["training"] = {"reason": reason}
+    return out
 
 
 def grouped(forms, groups: tuple) -> list:

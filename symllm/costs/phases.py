@@ -55,8 +55,8 @@ from symllm.numbers.kernels import evaluate
 from symllm.costs.numbered import grouped, named, weight_format_group, workload_numbers
 from symllm.costs.layouts import kind_layout
 from symllm.costs.loss_memory import logits_memory
-from symllm.costs.workloads import (ATTENTION, COMPONENT_STACKS, LOGITS, MEMORY_KINDS, PHASES, Workload, check_stack,
-                                    tp_layout, with_stated)
+from symllm.costs.workloads import (ATTENTION, COMPONENT_STACKS, LOGITS, MEMORY_KINDS, PHASES, TRAINING_MEMORY,
+                                    Workload, check_stack, tp_layout, with_stated)
 
 __all__ = [
     "flops", "memory", "memory_kinds",
@@ -311,9 +311,6 @@ def memory_kinds(mdl: Component) -> tuple[str, ...]:
 PER_GPU_MEMORY = ("weights", "kv_cache", "training_states", "activations")
 #: the peaks ``workload()`` shows per GPU too: what the fit verdicts compare with the accelerator's memory
 PER_GPU_PEAKS = ("inference_peak", "training_peak")
-#: the per-GPU memory kinds of a training step: in the training engine's layout (:func:`quantities`), the others
-#: (weights, the state cache, the inference peak) in the inference engine's
-TRAINING_MEMORY = ("training_states", "activations", "training_peak")
 
 
 #: (id of a model component, a workload's shape) -> (the component, its composed quantities): building
@@ -332,8 +329,8 @@ def quantities(mdl: Component, work: Workload) -> dict[str, dict[str, sp.Expr]]:
     The per-GPU groups (``params.per_gpu``, ``memory_per_gpu``, ``comm``; :mod:`symllm.costs.parallel`) are
     built only for a parallel layout (:func:`symllm.costs.parallel.laid_out`); on one GPU they are the whole
     model's and no bytes are sent. ``mdl`` is laid out as the workload's inference engine lays it out
-    (:func:`model_of`); the training quantities (:data:`TRAINING_MEMORY` per GPU, the bytes sent) are those of the
-    model as its training engine lays it out (:func:`symllm.costs.layouts.kind_layout`).
+    (:func:`model_of`); the training quantities (:data:`~symllm.costs.workloads.TRAINING_MEMORY` per GPU, the
+    bytes sent) are those of the model as its training engine lays it out (:func:`symllm.costs.layouts.kind_layout`).
     """
     checks.check(mdl, work)
     key = (id(mdl), work.shape())

@@ -45,8 +45,10 @@ vLLM V1 then gives every rank the blocks of the rank with the fewest (``get_kv_c
 vllm/v1/core/kv_cache_utils.py: "Change the num_blocks of each rank to the smallest among all ranks"), and a token
 spans one block of every stage: where the stages split the layers evenly and the head is untied (the last stage
 holds the most weights and the logits) that is the last stage's count exactly; otherwise each term is the largest
-stage's, an estimate. NCCL's communicators are counted at ``tp`` above 1 (:func:`nccl_bytes`, measured there);
-a pipeline's or expert group's are not measured and not counted. A model whose cache is read from its config's every
+stage's, an estimate. NCCL's communicators are counted by group (:func:`nccl_bytes`: measured at ``tp``
+above 1; a pipeline's, data-parallel or expert group's by the same rule, not measured). Under vLLM's expert
+parallelism (``--enable-expert-parallel``: :mod:`symllm.costs.expert_layout`) the ``ep`` ranks are ``tp × dp``, each
+holding its experts whole, the attention split over ``tp``. A model whose cache is read from its config's every
 layer below (a hybrid's recurrent states, an indexer's keys, DeepSeek-V4's groups) is refused over ``pp`` stages.
 
 DeepSeek-V4 is laid out as released vLLM's own allocator lays it out: its window keys, compressed entries, indexer
@@ -81,9 +83,10 @@ Conventions (each an estimate of what vLLM measures, not derives):
   (:func:`moe_workspace_bytes`) to the forward's working set without the logits (the larger of that and the
   peak above: the workspace is freed before the logits are computed);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
-  engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) and, at ``--tp``
-  above 1, its NCCL communicators' (vLLM V1: 3 of 688 MiB, :func:`nccl_bytes`) unless given (vLLM logs it
-  as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated and are not subtracted).
+  engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) and, in groups of
+  more than one rank, its NCCL communicators' (vLLM V1: 3 of 688 MiB at ``--tp`` above 1, :func:`nccl_bytes`)
+  unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated
+  and are not subtracted).
 
 >>> r = capacity("llama3.1-8b", gpu="h100-sxm", seq=131072)
 >>> r["kv_bytes_per_token"], r["block_size"], r["kv_tokens"] % 16
@@ -113,8 +116,9 @@ __all__ = ["DEFAULTS", "capacity", "check", "check_options", "indexer_bytes_per_
 #: the options' defaults, each None: the engine's. ``gpu_memory_utilization``: its memory fraction
 #: (:func:`symllm.costs.engine_memory.fraction`: vLLM's 0.9, SGLang's by card); ``max_num_batched_tokens``: its own
 #: for the card and the context (:func:`default_max_num_batched_tokens`); ``block_size``: its rule's (vLLM's 16, where
-#: a rule states none); ``non_torch``: its own (:func:`symllm.costs.figures.engine`, with its NCCL communicators at
-#: ``--tp`` above 1: :func:`nccl_bytes`); ``max_num_seqs``: its own for the card (:func:`default_max_num_seqs`)
+#: a rule states none); ``non_torch``: its own (:func:`symllm.costs.figures.engine`, with its NCCL communicators in
+#: groups of more than one rank: :func:`nccl_bytes`); ``max_num_seqs``: its own for the card
+#: (:func:`default_max_num_seqs`)
 DEFAULTS = {"gpu_memory_utilization": None, "max_num_batched_tokens": None, "block_size": None,
             "non_torch": None, "max_num_seqs": None}
 
@@ -144,20 +148,24 @@ def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes
     return rows * cfg.vocab_size * per_entry + (tokens + 2 * rows) * cfg.dim * act_bytes
 
 
-def nccl_bytes(conventions: dict, tp: int) -> int:
-    """The device memory the engine's NCCL communicators hold on a rank at ``tp`` ranks (none at 1): its
-    ``nccl_communicators`` (how many it has initialised by the end of its profile run) x
-    ``nccl_communicator_mib`` MiB (efficiency.json, ``engines``).
+def nccl_bytes(conventions: dict, tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> int:
+    """The device memory the engine's NCCL communicators hold on a rank of a replica of ``tp`` tensor ranks, ``pp``
+    stages, ``dp`` replicas and ``ep`` expert-parallel ranks: ``nccl_communicator_mib`` MiB for each communicator
+    its ``nccl_groups`` (efficiency.json, ``engines``) give a group of more than one rank, as vLLM builds them
+    (``initialize_model_parallel``: a PyNccl communicator each group of more than one rank, torch's NCCL group for
+    the tensor ranks' all-gather of the logits beside it): the tensor group of ``tp`` ranks, the pipeline group of
+    ``pp``, and the data-parallel and expert groups (``tp × dp`` ranks) over the replicas where they are one engine,
+    under expert parallelism (``ep`` above 1: :mod:`symllm.costs.expert_layout`; else each replica is read as a
+    server of its own, its expert group its ``tp`` ranks).
 
-    >>> nccl_bytes({"nccl_communicators": 3, "nccl_communicator_mib": "688"}, 4) == 3 * 688 * 2 ** 20
-    True
-    >>> nccl_bytes({"nccl_communicators": 3, "nccl_communicator_mib": "688"}, 1)
-    0
+    >>> vllm = {"nccl_groups": {"tp": 2, "pp": 1, "dp": 1, "ep": 1}, "nccl_communicator_mib": "688"}
+    >>> [nccl_bytes(vllm, *layout) // (688 * 2 ** 20) for layout in ((1,), (4,), (4, 2), (1, 2), (2, 1, 4, 8))]
+    [0, 3, 4, 1, 4]
     """
-    if tp <= 1:
-        return 0
-    return int(conventions.get("nccl_communicators", 0) * Fraction(conventions.get("nccl_communicator_mib", "0"))
-               * 2 ** 20)
+    engine_dp = dp if ep > 1 else 1
+    sizes = {"tp": tp, "pp": pp, "dp": engine_dp, "ep": tp * engine_dp}
+    count = sum(n for group, n in conventions.get("nccl_groups", {}).items() if sizes[group] > 1)
+    return int(count * Fraction(conventions.get("nccl_communicator_mib", "0")) * 2 ** 20)
 
 
 
@@ -420,7 +428,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     integer("max_num_batched_tokens", max_num_batched_tokens)
     nccl = 0
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
-        nccl = nccl_bytes(conventions, work.tp)
+        nccl = nccl_bytes(conventions, work.tp, work.pp, work.dp, work.ep)
         non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30 + nccl
     non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
     if evaluate is None:  # the formulas (SymPy)
@@ -454,7 +462,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if working["scores"]:  # the micro-batch's scores against a sequence's whole cache (no FlashAttention)
         activation = max(activation, scores_moment(context=context, ubatch=working["tokens"], n_h=cfg.n_heads,
                                                    d=cfg.dim, q=cfg.n_heads * cfg.head_dim))
-    moe = moe_workspace_bytes(config, working["tokens"], work.tp) if conventions.get("moe_workspace") else 0
+    split = work.tp if work.expert_tp == "split" else 1  # each expert's width over the ranks, or whole (EP)
+    moe = moe_workspace_bytes(config, working["tokens"], split) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
         forward = activation if logits == "last" else evaluate(work.replace(
             batch=1, seq=working["tokens"], gen=0, context=None, logits="last", **bare))["memory_per_gpu"][

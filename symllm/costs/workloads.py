@@ -28,19 +28,22 @@ from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
 from symllm.costs.tp_overlap import fp8_gathers
-from symllm.costs import tp_overlap
+from symllm.costs import expert_layout, tp_overlap
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
 __all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "dtype_bytes", "options",
-           "PHASES", "MEMORY_KINDS", "with_stated", "symbol_codes", "tp_layout"]
+           "PHASES", "MEMORY_KINDS", "TRAINING_MEMORY", "with_stated", "symbol_codes", "tp_layout"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
 PHASES = ("forward", "prefill", "decode", "generation", "training")
 #: the memory kinds :func:`symllm.costs.phases.memory` knows
 MEMORY_KINDS = ("weights", "kv_cache", "inference", "training_states", "activations", "inference_peak",
                 "training_peak", "state_cache")
+#: the per-GPU memory kinds of a training step: in the training engine's layout (symllm.costs.phases.quantities),
+#: the others (weights, the state cache, the inference peak) in the inference engine's
+TRAINING_MEMORY = ("training_states", "activations", "training_peak")
 
 #: the recomputation policies (Workload.recompute): every activation saved, each block keeping its input (full;
 #: --recompute) or torchtitan's selective op checkpointing (--selective-ac op; symllm.costs.selective)
@@ -188,8 +191,10 @@ class Workload:
     tp: int = _opt(1, "tensor-parallel ranks (per-GPU params, memory and comm)", training=True, shapes=_above_one)
     #: pipeline-parallel stages of contiguous layers, N_p
     pp: int = _opt(1, "pipeline-parallel stages of contiguous layers", training=True, shapes=_above_one)
-    #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks
-    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp)", training=True,
+    #: expert-parallel ranks sharing each MoE layer's routed experts, N_e, carved out of the dp ranks (an inference
+    #: engine's own layout where it declares one: symllm.costs.expert_layout)
+    ep: int = _opt(1, "expert-parallel ranks dividing the routed experts (MoE; carved out of --dp; under --engine "
+                   "vllm, --tp x --dp: its --enable-expert-parallel)", training=True,
                    shapes=_above_one)
     #: the routed experts under tensor parallelism (EXPERT_TP; symllm.costs.parallel): each expert's width split over
     #: the tp ranks (vLLM's and SGLang's FusedMoE, Megatron's default expert_tensor_parallel_size), or whole on each
@@ -306,9 +311,7 @@ class Workload:
             raise SymllmError("sp: sequence parallelism splits over the tensor-parallel ranks; give --tp > 1")
         if self.tp_overlap is not None and boolean("tp_overlap", self.tp_overlap):
             tp_overlap.check(self.engine)
-        if self.dp % self.ep:  # symllm.costs.parallel: expert-parallel groups are carved out of the data-parallel ranks
-            raise SymllmError(f"ep: {self.ep} expert-parallel ranks must divide the {self.dp} data-parallel "
-                              "ranks (--dp)")
+        put("expert_tp", expert_layout.check(self))  # the engine's expert-parallel layout, or its refusal
         for key in ("dtype", "kv_dtype", "act_dtype", "compute_dtype"):  # any case: BF16 is bf16
             value = getattr(self, key)
             if isinstance(value, str) and value.strip().casefold() in DTYPES:  # else refused as given

@@ -25,7 +25,7 @@ import sympy as sp
 
 from symllm.arch import resolved
 from symllm.arch.algebra import rename
-from symllm.costs import checks
+from symllm.costs import checks, expert_layout
 from symllm.costs import numbered
 from symllm.costs import phases as costs
 from symllm.costs import accelerators, hardware, roofline_bytes
@@ -336,6 +336,9 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     if quantity == "comm":
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
+        unanswered = expert_layout.serves_only(work)  # an engine's own EP layout: no training step to send in
+        if unanswered:
+            raise SymllmError(f"quantity: comm; {unanswered}")
         checks.check(bare, work)
         leaves = parallel.workload_comm(bare, work)  # as count's: its training engine's linears, its float8 gathers
         return dict(leaves), sum(leaves.values(), sp.S.Zero)

@@ -147,7 +147,8 @@ def memory(config, *, gpu=None, **workload):
               "inference_peak": "inference peak", "training_peak": "training peak"}
     w = work["workload"]
     layout = w["tp"] * w["pp"] * w["dp"] > 1 or w["sp"]  # per GPU of the layout (memory_per_gpu), as count
-    mem = [(k, v) for k, v in work["memory_per_gpu" if layout else "memory"].items() if k in labels]
+    mem = [(k, v) for k, v in work["memory_per_gpu" if layout else "memory"].items()
+           if k in labels and v is not None]  # (none of training's in an engine's own EP layout: it serves only)
     ys = list(range(len(mem)))
     left.barh(ys, [_gib(v) for _, v in mem], color=COLOURS[0])
     left.set_yticks(ys, [labels[k] for k, _ in mem])

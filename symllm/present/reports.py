@@ -17,7 +17,7 @@ import sympy as sp
 from symllm.arch import resolved
 from symllm.costs import numbered
 from symllm.costs import phases as costs
-from symllm.costs import accelerators, hardware
+from symllm.costs import accelerators, expert_layout, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
@@ -338,6 +338,9 @@ def report(config, *, notation=None, vocab_size: int | None = None, **workload) 
         if key in OPTIONS:
             raise SymllmError(f"workload: a report shows every phase and memory kind; {key!r} is an option of derive")
     work = Workload.of(**workload)
+    if expert_layout.serves_only(work):  # its training sections would be Megatron's forms in a layout they do not fit
+        raise SymllmError(f"ep: {work.ep}; report derives training, not in {work.engine}'s expert-parallel layout "
+                          "(use count)")
     spec = resolved.spec(config, vocab_size=vocab_size)
     names = notation_of(notation)
     return Report(config=spec.config, params=derive_resolved("model", "params", None, spec, names, work, OPTIONS),

@@ -16,14 +16,14 @@ import numpy as np
 import sympy as sp
 
 from symllm.costs import phases as costs
-from symllm.costs import finetune
+from symllm.costs import expert_layout, finetune
 from symllm.costs import parallel
 from symllm.arch import glossary
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 from symllm.costs.selective import recompute_of
-from symllm.costs.workloads import MEMORY_KINDS, PHASES, Workload, options as workload_options
+from symllm.costs.workloads import MEMORY_KINDS, PHASES, TRAINING_MEMORY, Workload, options as workload_options
 
 __all__ = ["quantity_names", "CONFIG_FIELDS", "WORKLOAD_AXES", "SweepResult", "dropped_text", "check_some_valid"]
 
@@ -104,6 +104,9 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
             return out["params"]["trainable"] if name == "trainable_params" else out["memory"][name]
         if name in PARALLEL:
             group, key = PARALLEL[name]
+            unanswered = expert_layout.serves_only(work)  # an engine's own EP layout: no training figure per GPU
+            if unanswered and (group == "comm" or key in TRAINING_MEMORY):
+                raise SymllmError(f"quantity: {name}; {unanswered}")
             out = costs.quantities(mdl, work)[group]
             if key not in out:  # comm_ep: expert parallelism sends nothing in a dense model
                 raise SymllmError(with_list(f"quantity: {name} is for a mixture-of-experts model (known here: ",

@@ -8,7 +8,9 @@
   heads or a multiple of them (one a rank, replicated),
   any number of pipeline stages up to the layers, split unevenly where it does not divide them (:data:`SPLITS`),
   the rest data-parallel; for a mixture of experts expert-parallel
-  ranks dividing the experts and the data-parallel ranks; for training ZeRO 0-3 and full recomputation
+  ranks dividing the experts and the data-parallel ranks (serving under vLLM's own expert parallelism, only those it
+  runs: 1 or ``tp × dp``, :mod:`symllm.costs.expert_layout`; training under it, none: that layout serves only,
+  and symllm's own, carved out of ``dp``, is not the engine's); for training ZeRO 0-3 and full recomputation
   or none; for serving every batch per replica up to ``concurrency``), each dropped with its reason where it does not
   fit, the rest ranked by the expected time where a row has one (:mod:`symllm.studies.ranks`: the best rows), the
   roofline model of :func:`symllm.costs.hardware.roofline` breaking ties and ranking the rest (training: step time at
@@ -55,7 +57,8 @@ import sympy as sp
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
 from symllm.arch import symbols as S
-from symllm.costs import accelerators, checks, hardware, inverse, numbered, parallel, tp_overlap
+from symllm.costs import accelerators, checks, expert_layout, hardware, inverse, numbered, parallel, tp_overlap
+from symllm.costs.figures import engine_for
 from symllm.costs.collectives import column_parallel
 from symllm.costs.schedules import bubble, handoffs
 from symllm.costs.utilisation import of_peak, step_flops
@@ -285,6 +288,10 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     """Every layout of ``gpus`` GPUs (module docstring) whose ``tp`` ``work`` allows (:func:`_tp_choices`), as
     columns (``batch`` 0: ``dp`` does not divide the global batch)."""
     experts = spc.n_experts
+    # a serving engine's own expert parallelism (vLLM's tp x dp: symllm.costs.expert_layout): only what it runs
+    whole = not training and expert_layout.declared(engine_for(work.engine, "inference")["name"])
+    # training under such an engine: none (its own layout serves only, symllm's is not the engine's)
+    serves_only = training and expert_layout.declared(work.engine) is not None
     rows = []  # one tuple a layout, in _KEYS' order
     batches = () if training else range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
     for tp in _tp_choices(spc, work):
@@ -292,7 +299,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
             continue
         for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
-            eps = [e for e in _divisors(dp) if experts % e == 0] if experts else [1]
+            eps = [e for e in _divisors(dp) if experts % e == 0 and (not whole or e in (1, tp * dp))
+                   ] if experts and not serves_only else [1]
             for ep in eps:
                 if not training:
                     rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
@@ -330,9 +338,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences["tp 8"], p.sequences["tp 4 pp 2"]
-    ((8, 1, 2, 256), 305, 305)
+    ((8, 1, 2, 256), 305, 300)
     >>> sorted(p.dropped.items())
-    [("more sequences than vllm's KV cache holds (count --serve)", 1235)]
+    [("more sequences than vllm's KV cache holds (count --serve)", 1239)]
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)

@@ -1,0 +1,148 @@
+"""Serving under vLLM's expert parallelism as vLLM lays it out (symllm.costs.expert_layout):
+``--enable-expert-parallel`` makes the expert-parallel group every tensor rank of every data-parallel rank (``ep_size = tp x dp``) and gives
+each rank whole experts (the MoE layer's ``tp_size`` 1), the attention split over ``--tp`` only
+(``FusedMoEParallelConfig.make``, vllm/model_executor/layers/fused_moe/config.py, vLLM 0.33.0's wheel, read
+2026-11-29). Training engines keep symllm's own layout (ep carved out of dp, experts split over tp).
+
+The hand counts read Mixtral-8x7B's config.json (symllm/presets/mixtral-8x7b.json, the published file): hidden
+4096, intermediate 14336, 32 layers, 32 query heads and 8 key/value heads of 128, 8 experts (2 a token), vocabulary
+32000, untied head; bf16 weights (2 bytes).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import symllm
+from symllm.costs import serving
+from symllm.errors import SymllmError
+
+D, I, L, H, KV, DH, E, V = 4096, 14336, 32, 32, 8, 128, 8, 32000
+MIB = 2 ** 20
+
+
+def _weights_by_hand(tp: int, experts_a_rank: int, expert_width: int) -> int:
+    """Rank 0's bf16 weights: q and o (D x H·DH), k and v (D x KV·DH) over tp, the router (D x E) and two
+    norms whole, the rank's experts (gate, up, down: 3 x D x width), the embedding and head over tp (vocabulary
+    parallel), the final norm."""
+    attention = (2 * D * H * DH + 2 * D * KV * DH) // tp
+    layer = attention + D * E + 2 * D + experts_a_rank * 3 * D * expert_width
+    return 2 * (L * layer + 2 * V * D // tp + D)
+
+
+def _serve(**layout):
+    return serving.capacity("mixtral-8x7b", gpu="h100-sxm", seq=4096, **layout)
+
+
+def test_vllm_ep_over_tp_and_dp_holds_whole_experts():
+    """TP 2 with expert parallelism over 8 GPUs (DP 4): 8 experts over 8 ranks, one whole expert a rank
+    (12,881,240,064 bytes), the attention over the 2 tensor ranks; TP 8 with EP on one node the same expert and an
+    eighth of the attention (11,677,999,104 bytes)."""
+    assert _weights_by_hand(2, 1, I) == 12_881_240_064
+    assert _serve(tp=2, dp=4, ep=8, engine="vllm")["weights"] == 12_881_240_064
+    assert _serve(tp=8, ep=8, engine="vllm")["weights"] == _weights_by_hand(8, 1, I) == 11_677_999_104
+    # without expert parallelism vLLM splits every expert's width over the tensor ranks
+    assert _serve(tp=2, engine="vllm")["weights"] == _weights_by_hand(2, E, I // 2)
+
+
+def test_vllm_ep_kv_and_workspace():
+    """A token's keys and values stay the tensor rank's (2 x 32 layers x 8/2 heads x 128 x 2 bytes); the fused-MoE
+    workspace holds whole experts' rows (N = 2 x 14336, not over tp: cache13 M·k·max(N, D) and cache2 M·k·N/2)."""
+    r = _serve(tp=2, dp=4, ep=8, engine="vllm")
+    assert r["kv_bytes_per_token"] == 2 * L * (KV // 2) * DH * 2 == 65_536
+    m, k, n = r["profile_tokens"], 2, 2 * I
+    assert r["moe_workspace"] == (m * k * max(n, D) + m * k * n // 2) * 2
+
+
+def test_nccl_counted_per_group():
+    """vLLM's groups of more than one rank each hold a PyNccl communicator of 688 MiB (initialize_model_parallel):
+    TP 2 its tensor group's, torch's tensor group (the logits' all-gather) and the expert group's of TP x DP = 2
+    ranks (3, as before); a pipeline of 2 on one tensor rank its pipeline group's (1); TP 2 x DP 4 under EP adds the
+    data-parallel group's (4)."""
+    assert _serve(tp=2, engine="vllm")["nccl"] == 3 * 688 * MIB
+    assert _serve(pp=2, engine="vllm")["nccl"] == 688 * MIB
+    assert _serve(tp=2, dp=4, ep=8, engine="vllm")["nccl"] == 4 * 688 * MIB
+    assert _serve(engine="vllm")["nccl"] == 0
+
+
+@pytest.mark.parametrize("layout, message", [
+    (dict(tp=2, dp=4, ep=4, engine="vllm"), "ep: 4; vllm's expert parallelism (--enable-expert-parallel) spans "
+                                            "--tp x --dp = 8 ranks: give --engine vllm --ep 8 or 1"),
+    (dict(tp=2, dp=4, ep=8, expert_tp="split", engine="vllm"), "expert_tp: split; vllm's expert parallelism keeps "
+                                                               "each routed expert whole"),
+    (dict(tp=2, dp=4, ep=8), "ep: 8 expert-parallel ranks must divide the 4 data-parallel ranks (--dp); --tp x --dp "
+                             "of them is vLLM's (--engine vllm)"),
+])
+def test_layouts_the_engine_cannot_run_are_refused(layout, message):
+    with pytest.raises(SymllmError) as why:
+        _serve(**layout)
+    assert str(why.value).startswith(message) and "\n" not in str(why.value)
+
+
+def test_refusal_on_the_command_line(cli):
+    r = cli(["count", "mixtral-8x7b", "--serve", "--gpu", "h100-sxm", "--engine", "vllm", "--tp", "2", "--dp", "4",
+             "--ep", "4"])
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith("symllm: error: ep: 4; vllm's expert parallelism")
+
+
+def test_training_engines_keep_their_layout():
+    """Megatron's expert parallelism is carved out of dp, each expert's width split over tp (unchanged)."""
+    w = symllm.Workload(tp=2, dp=4, ep=4, engine="megatron")
+    assert w.expert_tp == "split"
+    got = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=4, engine="megatron")["params"]["per_gpu"]
+    assert got == _weights_by_hand(2, E // 4, I // 2) // 2
+
+
+_EP = ["mixtral-8x7b", "--engine", "vllm", "--tp", "2", "--dp", "4", "--ep", "8", "--gpu", "h100-sxm"]
+_NOTE = "training: not in vllm's expert-parallel layout (it serves only)"
+
+
+def test_no_training_figure_in_vllms_layout():
+    """vLLM serves only: its EP layout (8 ranks over 4 replicas) has no training step. Megatron's forms put in it
+    give an expert-data-parallel group of N_d/N_e = 4/8 ranks and negative gradient traffic (sent: dp was
+    -20,138,151,936 bytes); every per-GPU training figure is null instead, with the reason, the serving ones kept."""
+    out = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=8, engine="vllm", gpu="h100-sxm")
+    per_gpu = out["memory_per_gpu"]
+    assert per_gpu["weights"] == _weights_by_hand(2, 1, I)
+    assert [per_gpu[k] for k in ("training_states", "activations", "training_peak")] == [None] * 3
+    assert set(out["comm"].values()) == {None}
+    t = out["time"]
+    assert "training_fits" not in t and t["fits"] is True
+    assert t["training_step_s"] is None and t["mfu"] is None and t["expected"]["training_step_s"] is None
+    assert out["training"] == {"reason": _NOTE}
+    # symllm's own layout (Megatron's: ep carved out of dp) still answers them
+    kept = symllm.workload("mixtral-8x7b", tp=2, dp=4, ep=4, engine="megatron")
+    assert kept["comm"]["dp"] > 0 and "training" not in kept
+
+
+def test_count_says_so_in_one_line(cli):
+    r = cli(["count", *_EP])
+    assert r.code == 0 and "-20,138,151,936" not in r.out
+    per_gpu = r.out.split("per GPU (tp 2, pp 1, dp 4, ep 8", 1)[1]
+    assert "sent:" not in per_gpu and "training_states" not in per_gpu and "training_peak" not in per_gpu
+    assert "training step" not in per_gpu and "training tokens/s" not in per_gpu and "training peak" not in per_gpu
+    assert r.out.count(_NOTE) == 1
+    r = cli(["count", *_EP, "--json"])
+    assert r.code == 0 and '"dp": null' in r.out and _NOTE in r.out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", *_EP], "ep: 8; report derives training, not in vllm's expert-parallel layout"),
+    (["derive", "--model", *_EP, "--quantity", "comm"], f"quantity: comm; {_NOTE}"),
+    (["sweep", "--base", *_EP[:-2], "--quantity", "comm_dp"], f"quantity: comm_dp; {_NOTE}"),
+])
+def test_training_requests_refused_in_vllms_layout(cli, argv, message):
+    r = cli(argv)
+    assert r.code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith(f"symllm: error: {message}")
+
+
+def test_training_plan_under_vllm_tries_no_expert_parallelism(cli):
+    """Training under --engine vllm: vLLM's expert-parallel layout serves only (and at tp 1 x dp 32 its ep 8 or 16
+    would be refused by vLLM's layout as a workload), so no training row has expert parallelism."""
+    r = cli(["plan", "mixtral-8x7b", "--gpus", "32xh100-sxm", "--train", "--engine", "vllm", "--json"])
+    assert r.code == 0
+    rows = json.loads(r.out)["rows"]
+    assert rows and {row.get("ep", 1) for row in rows} == {1}
