@@ -285,7 +285,7 @@ def test_a_pipelined_replicas_kv_cache_by_hand(cli):
     16·218,112,000 + 4,096 + 128,256·4,096 parameters, 2 bytes each, against the first's embedding without the norm);
     vLLM V1 gives every stage the blocks of its fewest (get_kv_cache_configs), the last's. The activation peak (a
     profiled layer's working set, the sampler's rows) and non-torch memory (vLLM's 0.35 GiB, no NCCL at tp 1) are a
-    GPU's as at pp 1. So the cache is 0.9·memory − weights − those, in blocks of 16 tokens of 65,536 bytes, and
+    GPU's as at pp 1. So the cache is ⌊0.9·memory⌋ − weights − those, in blocks of 16 tokens of 65,536 bytes, and
     ⌊tokens / 1,100⌋ whole sequences: what count --pp 2 --serve prints and what plan's tp 1 pp 2 replica holds."""
     args = ["count", "llama3.1-8b", "--gpu", GPU, "--seq", "1000", "--gen", "100", "--serve", "--json"]
     one = json.loads(cli(args).out)["serving"]
@@ -295,10 +295,10 @@ def test_a_pipelined_replicas_kv_cache_by_hand(cli):
     assert BLOCK_8B == 218_112_000 and weights == 8_030_265_344
     assert _number(s["kv_bytes_per_token"]) == per_token == _number(one["kv_bytes_per_token"]) // 2
     assert s["weights"] == weights and s["pp"] == 2
-    non_torch = Fraction("0.35") * 2 ** 30  # (--json prints a fraction's float)
-    assert s["activation_peak"] == one["activation_peak"] and s["non_torch"] == float(non_torch)
-    kv = Fraction(9, 10) * Fraction(s["memory"]) - weights - Fraction(s["activation_peak"]) - non_torch
-    assert math.isclose(s["kv_cache_bytes"], kv, rel_tol=1e-15)
+    non_torch = math.ceil(Fraction("0.35") * 2 ** 30)  # whole bytes: 375,809,638.4 rounded up
+    assert s["activation_peak"] == one["activation_peak"] and s["non_torch"] == non_torch
+    kv = math.floor(Fraction(9, 10) * s["memory"]) - weights - s["activation_peak"] - non_torch  # vLLM's int()
+    assert s["kv_cache_bytes"] == kv and type(s["kv_cache_bytes"]) is int
     tokens = int(kv // (16 * per_token)) * 16
     held = tokens // 1100
     assert s["kv_tokens"] == tokens and _held(s) == held > 2 * _held(one)  # half the KV a token and half the weights
