@@ -334,6 +334,22 @@ def test_an_unserved_rate_prints_no_first_token_time(cli):
         "without it)\n"
 
 
+def test_one_output_token_has_no_inter_token_latency(cli):
+    """With one output token (--gen 1) there is no gap after the first token, so no inter-token latency: vLLM's
+    serving benchmark (vllm/benchmarks/serve.py calculate_metrics) takes a request's TPOT only where output_len > 1
+    and its ITLs are the gaps between successive tokens, none for one. Python and JSON give None (null), text
+    "n/a (one output token)", never the step time; the end-to-end time is the first token's alone."""
+    r = under_load("llama3.1-8b", **{**RUN, "gen": 1}, concurrency=4)
+    assert r["itl_s"] is None and r["bound"]["itl_s"] is None
+    assert r["e2e_s"] == r["ttft_s"] and r["output_tokens_per_s"] == pytest.approx(4 / r["e2e_s"], rel=1e-9)
+    args = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "1", "--serve", "--concurrency", "4"]
+    line = [x for x in cli(args).out.splitlines() if x.startswith("inter-token latency")][0]
+    assert line.split("  ")[0] == "inter-token latency" and line.count("n/a (one output token)") == 2
+    load = json.loads(cli([*args, "--json"]).out)["serving"]["load"]
+    assert load["itl_s"] is None and load["bound"]["itl_s"] is None
+    assert under_load("llama3.1-8b", **{**RUN, "gen": 2}, concurrency=4)["itl_s"] > 0  # two tokens: one gap
+
+
 @pytest.mark.parametrize("options, message", [
     ({"concurrency": 4, "gen": 0}, r"^gen: serving under load needs"),
     ({}, r"^concurrency: give the concurrency or the request rate"),
