@@ -19,7 +19,7 @@ def checkpoint_lines(c: dict) -> str:
     ...                         "formula_bytes": None, "difference": None}))  # doctest: +NORMALIZE_WHITESPACE
     weights on disk (headers; symllm verify compares them)  bytes  ---...
     """
-    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+    rows = [(f"checkpoint ({c['format']}, {validate.plural(c['files'], 'file')}, {c['tensors']} tensors)", grouped(c["bytes"]),
              human_bytes(c["bytes"]))]
     if c["formula_bytes"] is not None:
         rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
@@ -269,7 +269,7 @@ def serve_lines(r: dict) -> str:
                 ("time to first token", ttft(b), ttft(x),
                  f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
                 ("inter-token latency", _itl_ms(b, " ms"), _itl_ms(x, " ms"),
-                 f"{x['gen']:,} tokens generated"),
+                 validate.plural(x['gen'], "token") + " generated"),
                 ("output tokens/s", figure(b["output_tokens_per_s"], ",.0f"), figure(x["output_tokens_per_s"], ",.0f"),
                  f"{figure(x['requests_per_s'], ',.3g')} requests/s expected"),
                 ("saturates at", f"{b['saturation_concurrency']:,}", f"{x['saturation_concurrency']:,}",
@@ -319,7 +319,7 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                  ("decode step", f"{sig4(t['decode_token_s'])} s", f"{sig4(e['decode_token_s'])} s",
                   f"{t['decode_token_bound']}-bound"),
                  ("decode tokens/s", figure(t['tokens_per_s'], ",.1f"), figure(e['tokens_per_s'], ",.1f"),
-                  f"batch {w['batch']} x {w['dp']} replica(s)")]
+                  f"batch {w['batch']} x {validate.plural(w['dp'], 'replica')}")]
     else:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
     if t["training_fits"]:
