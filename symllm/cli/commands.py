@@ -472,7 +472,8 @@ def cmd_verify(args) -> int:
                          "components": {k: {"symllm": ours.get(k), "torch": v} for k, v in measured.items()}}))
         return 1 if bad else 0
     print(aligned_table(rows, ("component", "symllm", "torch numel", "")))
-    print(f"\n{config.name}: {'all components agree' if not bad else validate.plural(bad, 'component differs', 'components differ')}")
+    differ = validate.plural(bad, "component differs", "components differ")
+    print(f"\n{config.name}: {'all components agree' if not bad else differ}")
     return 1 if bad else 0
 
 

@@ -19,7 +19,8 @@ def checkpoint_lines(c: dict) -> str:
     ...                         "formula_bytes": None, "difference": None}))  # doctest: +NORMALIZE_WHITESPACE
     weights on disk (headers; symllm verify compares them)  bytes  ---...
     """
-    rows = [(f"checkpoint ({c['format']}, {validate.plural(c['files'], 'file')}, {c['tensors']} tensors)", grouped(c["bytes"]),
+    files = validate.plural(c["files"], "file")
+    rows = [(f"checkpoint ({c['format']}, {files}, {c['tensors']} tensors)", grouped(c["bytes"]),
              human_bytes(c["bytes"]))]
     if c["formula_bytes"] is not None:
         rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))

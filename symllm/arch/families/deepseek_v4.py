@@ -139,8 +139,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
                    index_head_dim=integer(raw, "index_head_dim", defaults["index_head_dim"]),
                    index_topk=integer(raw, "index_topk", defaults["index_topk"]))
     if mtp:
-        out["note"] = (f"the checkpoint's {plural(mtp, 'multi-token-prediction module')} (num_nextn_predict_layers), not "
-                       "counted (transformers builds none)")
+        out["note"] = (f"the checkpoint's {plural(mtp, 'multi-token-prediction module')} "
+                       "(num_nextn_predict_layers), not counted (transformers builds none)")
     return out
 
 
