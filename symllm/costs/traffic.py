@@ -92,10 +92,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
     sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
-    ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
+    ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "step_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
     "engine", "prefill_step", "max_num_seqs", "request_rate", "bound"}`` (``ttft_s`` and ``e2e_s`` None at a rate
-    past saturation: the queue grows without bound): the expected figures, and in ``bound`` the roofline's of the
+    past saturation: the queue grows without bound; ``itl_s`` None with one output token, ``step_s`` the scheduler
+    step's time, ``T(C)``, whatever the output): the expected figures, and in ``bound`` the roofline's of the
     same schedule (``concurrency`` to ``saturated``: module docstring); ``kv_sequences`` the requests whose whole
     context the KV cache holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``,
     ``max_num_seqs``: the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole
@@ -286,7 +287,7 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, forward, most: in
     unbounded = concurrency is None and saturated
     return {"concurrency": sent, "running": c, "queued": queued,
             "ttft_s": None if unbounded else float(point["ttft"] + wait),
-            "itl_s": inter_token_s(n, point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
+            "itl_s": inter_token_s(n, point["itl"]), "step_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
             "saturation_concurrency": knee, "saturated": saturated}
 
