@@ -287,7 +287,8 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, forward, most: in
     unbounded = concurrency is None and saturated
     return {"concurrency": sent, "running": c, "queued": queued,
             "ttft_s": None if unbounded else float(point["ttft"] + wait),
-            "itl_s": inter_token_s(n, point["itl"]), "step_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
+            "itl_s": inter_token_s(n, point["itl"]), "step_s": float(point["itl"]),
+            "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
             "saturation_concurrency": knee, "saturated": saturated}
 
