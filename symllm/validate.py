@@ -19,7 +19,7 @@ from symllm.errors import SymllmError
 __all__ = ["WIDTH", "ROOM", "MAX_FLOAT_INT", "ZERO_STAGES", "listed", "with_list", "fitting", "short", "token_count",
            "suffixed_count", "COUNT_KINDS", "SUFFIXES", "shown_path", "positive_int", "integer", "positive_number",
            "boolean", "booleans",
-           "choice", "zero_stage", "stated_with"]
+           "choice", "zero_stage", "stated_with", "plural"]
 
 #: the largest float accepted for an integer read from a file (``4096.0``): past 2**53 a double no longer
 #: holds every integer, so ``1e30`` is refused rather than read as 1000000000000000019884624838656
@@ -36,6 +36,17 @@ WIDTH = 100
 
 #: the room a message has on its one line: :data:`WIDTH` less the ``symllm: error: `` the command line puts first
 ROOM = WIDTH - len("symllm: error: ")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` (grouped by thousands) and ``word``, its plural (``many``, else ``word`` + "s") unless ``n`` is 1: the
+    one way every message and line counts things (never "1 shared experts" nor "replica(s)").
+
+    >>> plural(1, "shared expert"), plural(2, "replica"), plural(1024, "token"), plural(1, "component differs",
+    ...                                                                                   "components differ")
+    ('1 shared expert', '2 replicas', '1,024 tokens', '1 component differs')
+    """
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def listed(names, room: int = 40, *, see: str | None = "--help", near=None) -> str:

@@ -458,7 +458,7 @@ def test_terminal_output_fits_100_columns(cli):
     assert markdown[-1].out.count("| quantity |") == 2  # six models: two tables, each within 100 columns
     l40s = outputs[len(preset_names())].out
     assert "BB/s" not in l40s and "864 GB/s" in l40s  # NVIDIA's L40S datasheet, in bytes units
-    assert outputs[-2].err.startswith("symllm: error: decode_batch: memory-bound at any batch")
+    assert outputs[-2].code == 0 and "memory-bound at any batch on h100-sxm" in " ".join(outputs[-2].out.split())
     assert outputs[-1].out.strip().count("\n\n") == 1  # six models: two tables, each within 100 columns
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from fractions import Fraction
-from math import floor
+from math import ceil, floor
 
 import pytest
 
@@ -34,10 +34,11 @@ def test_sglang_pool_is_its_static_fraction_less_the_weights():
     rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static), total_gpu_memory the free
     memory once the CUDA context is up (before the weights), available_gpu_memory the free memory after them;
     max_num_token = rest_memory // cell_size (page_size 1). At its default for one H100 (0.874, below) and the
-    engine's 0.35 GiB of non-torch memory: 0.874 x (85,017,493,504 - 0.35 GiB) - 16,060,522,496 bytes."""
+    engine's 0.35 GiB of non-torch memory (whole bytes, rounded up): ⌊0.874 x (85,017,493,504 - ⌈0.35 GiB⌉)⌋ -
+    16,060,522,496 bytes."""
     r = _cap("sglang")
-    free_at_start = H100 - Fraction(35, 100) * GIB
-    kv = Fraction(874, 1000) * free_at_start - WEIGHTS
+    free_at_start = H100 - ceil(Fraction(35, 100) * GIB)
+    kv = floor(Fraction(874, 1000) * free_at_start) - WEIGHTS
     assert r["kv_cache_bytes"] == kv
     assert r["kv_tokens"] == floor(kv / PER_TOKEN) == 441_866
     assert (r["block_size"], r["fraction_name"], r["fraction_of"], r["fraction_less"]) == (
@@ -64,7 +65,7 @@ def test_lmdeploy_takes_its_share_of_what_the_weights_leave():
     and V (block::Layout::block_size: 64 x 131,072 bytes, 8 MiB, as lmdeploy logs '[BlockManager] block_size = 8.000
     MB' for a 32-layer model with 8 KV heads of 128)."""
     r = _cap("lmdeploy")
-    kv = Fraction(8, 10) * (H100 - WEIGHTS - Fraction(1, 2) * GIB)  # the engine's non-torch memory: 0.5 GiB
+    kv = floor(Fraction(8, 10) * (H100 - WEIGHTS - Fraction(1, 2) * GIB))  # the engine's non-torch memory: 0.5 GiB
     assert r["kv_cache_bytes"] == kv
     assert r["blocks"] == floor(kv / (64 * PER_TOKEN)) and r["kv_tokens"] == r["blocks"] * 64 == 417_600
 
@@ -76,10 +77,10 @@ def test_tgi_sizes_its_cache_after_the_warm_up_with_its_wiggle_room():
     TGI_WIGGLE_ROOM 0.90 (models/globals.py line 32 at v3.3.6; 0.95 at v3.0.0): 0.90 x total - weights -
     activation peak - non-torch."""
     r = _cap("tgi")
-    assert r["kv_cache_bytes"] == Fraction(90, 100) * H100 - WEIGHTS - r["activation_peak"] - Fraction(1, 2) * GIB
+    assert r["kv_cache_bytes"] == floor(Fraction(90, 100) * H100) - WEIGHTS - r["activation_peak"] - GIB // 2
     assert r["block_size"] == 1 and r["kv_tokens"] == floor(r["kv_cache_bytes"] / PER_TOKEN)
     half = _cap("tgi", gpu_memory_utilization=0.5)  # --cuda-memory-fraction 0.5: 0.45 of the card
-    assert half["kv_cache_bytes"] == Fraction(45, 100) * H100 - WEIGHTS - half["activation_peak"] - Fraction(GIB, 2)
+    assert half["kv_cache_bytes"] == floor(Fraction(45, 100) * H100) - WEIGHTS - half["activation_peak"] - GIB // 2
 
 
 def test_tgi_warms_up_on_its_launcher_s_default_prefill_tokens():
@@ -160,10 +161,13 @@ def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_witho
 
 def test_vllm_and_trtllm_rules_are_unchanged():
     """vLLM (v1/worker/gpu_worker.py, determine_available_memory): 0.9 x total less the rest; TensorRT-LLM 1.0
-    (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves."""
+    (_torch/pyexecutor/_util.py, KvCacheCreator._cal_max_tokens): 0.9 of what the rest leaves. Whole bytes: vLLM
+    returns int(0.9 x total - the rest), the rest whole bytes (0.35 GiB of non-torch memory rounded up)."""
     v, t = _cap("vllm"), _cap("trtllm")
-    assert v["kv_cache_bytes"] == Fraction(9, 10) * H100 - WEIGHTS - v["activation_peak"] - v["non_torch"]
-    assert t["kv_cache_bytes"] == Fraction(9, 10) * (H100 - WEIGHTS - t["activation_peak"] - t["non_torch"])
+    assert v["non_torch"] == ceil(Fraction(35, 100) * GIB) == 375_809_639  # 0.35 x 2^30 = 375,809,638.4
+    assert v["kv_cache_bytes"] == floor(Fraction(9, 10) * H100) - WEIGHTS - v["activation_peak"] - v["non_torch"]
+    assert t["kv_cache_bytes"] == floor(Fraction(9, 10) * (H100 - WEIGHTS - t["activation_peak"] - t["non_torch"]))
+    assert all(type(r[k]) is int for r in (v, t) for k in ("usable", "kv_cache_bytes", "non_torch"))
     assert (v["block_size"], v["kv_rule"]) == (16, "vllm") and _cap("vllm-v0")["kv_rule"] == "vllm"
     # TensorRT-LLM's KvCacheConfig.tokens_per_block (llmapi/llm_args.py): 32 tokens a block
     assert t["block_size"] == 32 and t["kv_tokens"] == floor(t["kv_cache_bytes"] / (32 * PER_TOKEN)) * 32

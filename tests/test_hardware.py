@@ -6,6 +6,7 @@ FLOPs; parameter numel, the KV-cache tensors it actually stores and the logits' 
 published parameter totals (tests/data/published_params.json) and plain-Python formulas written here.
 """
 import json
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -210,11 +211,13 @@ def test_decode_batch_derivation_matches_the_time_group():
 
 
 @pytest.mark.parametrize("context", [128, 390, 391, 2048, 100_000])
-def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
-    """derive --quantity decode_batch printed a negative batch where none exists. By the plain formula of
+def test_decode_batch_says_memory_bound_where_no_batch_is_compute_bound(context, cli):
+    """derive --quantity decode_batch printed a negative batch where none exists, then refused (exit 2), though
+    "memory-bound at any batch" is the answer (issue 40). By the plain formula of
     test_compute_bound_batch_from_a_plain_formula, llama3.1-8b on an H100 SXM turns compute-bound only
-    while f·B_mem > k·P per sequence (short contexts); past that derive refuses in one line (exit 2) and
-    count's time.compute_bound_batch is null."""
+    while f·B_mem > k·P per sequence (short contexts); past that derive prints the closed form and that answer
+    (exit 0, no number), Python's Derivation has value None and the answer in note, and count's
+    time.compute_bound_batch is null."""
     L, d, n_h, n_kv, d_h, V = 32, 4096, 32, 8, 128, 128256
     n_read = PUBLISHED["llama3.1-8b"]["total"] - V * d
     f = 2 * (n_read - (2 * L + 1) * d) + 4 * L * n_h * d_h * (context + 1)
@@ -223,11 +226,15 @@ def test_decode_batch_is_refused_where_no_batch_is_compute_bound(context, cli):
     result = cli(["derive", "--quantity", "decode_batch", "--model", "llama3.1-8b", "--gpu", "h100-sxm",
                   "--seq", str(context)])
     t = symllm.workload("llama3.1-8b", seq=context, gpu="h100-sxm")["time"]
+    dv = symllm.derive("model", "decode_batch", config="llama3.1-8b", gpu="h100-sxm", seq=context)
+    assert result.code == 0 and result.err == ""
+    answer = f"memory-bound at any batch on h100-sxm at t = {context:,}"
     if exists:
-        assert result.code == 0 and t["compute_bound_batch"] is not None
+        assert t["compute_bound_batch"] is not None and dv.value > 0 and dv.note is None
+        assert answer not in " ".join(result.out.split())
     else:
-        assert result.code == 2 and "decode_batch: memory-bound at any batch on h100-sxm" in result.err
-        assert "\n" not in result.err.strip() and t["compute_bound_batch"] is None
+        assert answer in " ".join(result.out.split()) and t["compute_bound_batch"] is None
+        assert dv.value is None and dv.note.startswith(answer) and not re.search(r"= -\d", result.out)
     assert exists == (context <= 390)  # the crossing disappears at 391 cached tokens (docs/hardware.md)
 
 

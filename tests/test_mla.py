@@ -307,7 +307,7 @@ def test_count_derive_report_and_sweep(cli, tmp_path, name):
     a sweep over batch equals count's KV cache."""
     r = cli(["count", name])
     text = " ".join(r.out.split())
-    assert r.code == 0 and "shared experts" in text and "multi-token prediction (apart)" in text
+    assert r.code == 0 and "1 shared expert of width" in text and "multi-token prediction (apart)" in text
     assert ("multi-head latent attention" in text) == (name == "deepseek-v3")
     r = cli(["derive", "--model", name, "--component", "attention", "--format", "text"])
     assert r.code == 0 and ("wkv_b = n_h*r_kv*(d_hn + d_hv)" in r.out) == (name == "deepseek-v3")

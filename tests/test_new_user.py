@@ -4,6 +4,8 @@ field and the value as typed (hand-written here), with exit status 2 and no trac
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 
@@ -148,3 +150,18 @@ def test_a_token_budget_of_any_size_stays_in_the_table(cli):
     assert any(line.startswith("15,000,000,000,000 tokens ") for line in out.splitlines()), out
     report = cli(["report", "llama3.2-1b", "--gpu", "h100-sxm", "--tokens", "1e300", "--format", "markdown"]).out
     assert "| 1.000e+300 training tokens |" in report and "0,000,000" not in report
+
+
+def test_counts_are_singular_at_one_and_plural_past_it(cli):
+    """count said "1 shared experts" (DeepSeek-V3's config.json: n_shared_experts 1), "1 multi-token prediction
+    module(s)" (num_nextn_predict_layers 1), "x 1 replica(s)" and, under load at --gen 1, "1 tokens generated":
+    every count is singular at one and plural past it (symllm.validate.plural), never "(s)"."""
+    out = " ".join(cli(["count", "deepseek-v3"]).out.split())
+    assert "1 shared expert of width 2048;" in out and "1 multi-token prediction module in the checkpoint" in out
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "1", "--serve",
+               "--concurrency", "4"]).out
+    assert "batch 1 x 1 replica\n" in out and " 1 token generated" in out
+    assert "(s)" not in out, out[out.find("(s)") - 200:out.find("(s)") + 50]
+    assert not re.search(r"\b1 tokens", out)
+    out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--dp", "8", "--batch", "2"]).out
+    assert "batch 2 x 8 replicas" in out and "(s)" not in out

@@ -286,8 +286,9 @@ def test_a_pipelined_replicas_kv_cache_by_hand(cli):
     vLLM V1 gives every stage the blocks of its fewest (get_kv_cache_configs), the last's. The activation peak (a
     profiled layer's working set, the sampler's rows) is a GPU's as at pp 1; non-torch memory is vLLM's 0.35 GiB and
     the pipeline group's one PyNccl communicator of 688 MiB (vLLM 0.33.0 initialize_model_parallel: a device
-    communicator for every group of more than one rank; no tensor group's at tp 1). So the cache is 0.9·memory −
-    weights − those, in blocks of 16 tokens of 65,536 bytes, and ⌊tokens / 1,100⌋ whole sequences: what count --pp 2 --serve prints and what plan's tp 1 pp 2 replica holds."""
+    communicator for every group of more than one rank; no tensor group's at tp 1), in whole bytes. So the cache is
+    ⌊0.9·memory⌋ − weights − those, in blocks of 16 tokens of 65,536 bytes, and ⌊tokens / 1,100⌋ whole sequences:
+    what count --pp 2 --serve prints and what plan's tp 1 pp 2 replica holds."""
     args = ["count", "llama3.1-8b", "--gpu", GPU, "--seq", "1000", "--gen", "100", "--serve", "--json"]
     one = json.loads(cli(args).out)["serving"]
     s = json.loads(cli([*args, "--pp", "2"]).out)["serving"]
@@ -296,10 +297,10 @@ def test_a_pipelined_replicas_kv_cache_by_hand(cli):
     assert BLOCK_8B == 218_112_000 and weights == 8_030_265_344
     assert _number(s["kv_bytes_per_token"]) == per_token == _number(one["kv_bytes_per_token"]) // 2
     assert s["weights"] == weights and s["pp"] == 2
-    non_torch = Fraction("0.35") * 2 ** 30 + 688 * 2 ** 20  # (--json prints a fraction's float)
-    assert s["activation_peak"] == one["activation_peak"] and s["non_torch"] == float(non_torch)
-    kv = Fraction(9, 10) * Fraction(s["memory"]) - weights - Fraction(s["activation_peak"]) - non_torch
-    assert math.isclose(s["kv_cache_bytes"], kv, rel_tol=1e-15)
+    non_torch = math.ceil(Fraction("0.35") * 2 ** 30) + 688 * 2 ** 20  # whole bytes: 375,809,638.4 rounded up
+    assert s["activation_peak"] == one["activation_peak"] and s["non_torch"] == non_torch
+    kv = math.floor(Fraction(9, 10) * s["memory"]) - weights - s["activation_peak"] - non_torch  # vLLM's int()
+    assert s["kv_cache_bytes"] == kv and type(s["kv_cache_bytes"]) is int
     tokens = int(kv // (16 * per_token)) * 16
     held = tokens // 1100
     assert s["kv_tokens"] == tokens and _held(s) == held > 2 * _held(one)  # half the KV a token and half the weights

@@ -146,13 +146,14 @@ def test_prompts_admitted_together_cost_no_more_than_apart(model, options):
                 assert figures["ttft_s"] <= float(c * alone) * (1 + 1e-9)
             continue
         k = Fraction(c, n)
-        assert figures["itl_s"] >= float((decode["flops"]["decode_token"] + k * flops) / peak) * (1 - 1e-9)
+        assert figures["itl_s"] in (None, figures["step_s"])  # one output token: no inter-token latency
+        assert figures["step_s"] >= float((decode["flops"]["decode_token"] + k * flops) / peak) * (1 - 1e-9)
         apart = times(t)["decode_token_s"] + k * alone
         rows = c + min(k * s, budget)  # at most a step's rows: its decodes and the prompts' tokens, to the budget
         own = r["prefill_step"] == "separate"  # forwards of their own: the bound's apart holds at any rows
         whole = s <= (budget if own else budget - c)  # a prompt in one forward (a chunk beside c decodes)
         if (own and figures is r["bound"]) or (figures is r and whole and rows <= 8192):
-            assert figures["itl_s"] <= float(apart) * (1 + 1e-9)
+            assert figures["step_s"] <= float(apart) * (1 + 1e-9)
 
 
 def test_tgi_default_prefill_budget_by_hand():
@@ -334,6 +335,22 @@ def test_an_unserved_rate_prints_no_first_token_time(cli):
         "without it)\n"
 
 
+def test_one_output_token_has_no_inter_token_latency(cli):
+    """With one output token (--gen 1) there is no gap after the first token, so no inter-token latency: vLLM's
+    serving benchmark (vllm/benchmarks/serve.py calculate_metrics) takes a request's TPOT only where output_len > 1
+    and its ITLs are the gaps between successive tokens, none for one. Python and JSON give None (null), text
+    "n/a (one output token)", never the step time; the end-to-end time is the first token's alone."""
+    r = under_load("llama3.1-8b", **{**RUN, "gen": 1}, concurrency=4)
+    assert r["itl_s"] is None and r["bound"]["itl_s"] is None
+    assert r["e2e_s"] == r["ttft_s"] and r["output_tokens_per_s"] == pytest.approx(4 / r["e2e_s"], rel=1e-9)
+    args = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "2000", "--gen", "1", "--serve", "--concurrency", "4"]
+    line = [x for x in cli(args).out.splitlines() if x.startswith("inter-token latency")][0]
+    assert line.split("  ")[0] == "inter-token latency" and line.count("n/a (one output token)") == 2
+    load = json.loads(cli([*args, "--json"]).out)["serving"]["load"]
+    assert load["itl_s"] is None and load["bound"]["itl_s"] is None
+    assert under_load("llama3.1-8b", **{**RUN, "gen": 2}, concurrency=4)["itl_s"] > 0  # two tokens: one gap
+
+
 @pytest.mark.parametrize("options, message", [
     ({"concurrency": 4, "gen": 0}, r"^gen: serving under load needs"),
     ({}, r"^concurrency: give the concurrency or the request rate"),
@@ -467,7 +484,9 @@ def test_the_bound_is_never_slower_than_expected(model, options):
     except SymllmError:  # a load count refuses (a request the KV cache or the step's budget does not hold)
         return
     b, tol = r["bound"], 1 + 1e-12
-    assert b["itl_s"] <= r["itl_s"] * tol
+    assert (b["itl_s"] is None) == (r["itl_s"] is None) == (r["gen"] == 1)  # one output token: no gap
+    assert r["itl_s"] is None or b["itl_s"] <= r["itl_s"] * tol
+    assert b["step_s"] <= r["step_s"] * tol
     for key in ("ttft_s", "e2e_s"):  # None: the queue grows without bound
         assert r[key] is None or (b[key] is not None and b[key] <= r[key] * tol), key
     assert b["output_tokens_per_s"] * tol >= r["output_tokens_per_s"]
@@ -504,7 +523,7 @@ def test_a_step_of_many_prompts_is_not_under_its_roofline():
     roofline = Fraction(gemm + core) / Fraction("989.4e12")
     r = under_load("qwen3-30b-a3b", gpu="h100-sxm", seq=s, gen=1, concurrency=c, engine="trtllm")
     assert r["running"] == c
-    assert 0.610 < float(roofline) <= r["bound"]["itl_s"] <= r["itl_s"]
+    assert 0.610 < float(roofline) <= r["bound"]["step_s"] <= r["step_s"]  # the step's time (no ITL at one token)
 
 
 @given(st.sampled_from(["llama3.2-1b", "llama3.1-8b", "qwen3-30b-a3b"]), serving_loads())
@@ -536,8 +555,8 @@ def test_a_step_is_never_under_its_roofline(model, options):
         tol = 1 - 1e-9
         if static and figures["ttft_s"] is not None:
             assert figures["ttft_s"] >= float(c * prompt / (t["peak_flops"] * t["gpus"])) * tol
-        assert figures["itl_s"] >= float(flops / (t["peak_flops"] * t["gpus"])) * tol
-        assert figures["itl_s"] >= t["decode_token_bytes"] / t["bandwidth"] * tol
+        assert figures["step_s"] >= float(flops / (t["peak_flops"] * t["gpus"])) * tol
+        assert figures["step_s"] >= t["decode_token_bytes"] / t["bandwidth"] * tol
 
 
 #: Llama-3.1-8B's config.json: 32 layers, 8 key/value heads of 128 dims; keys and values in bf16 (2 bytes each)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from symllm.arch.layers import LATENT, LayerKind, Structure, Variant
 from symllm.errors import SymllmError
-from symllm.validate import choice
+from symllm.validate import choice, plural
 
 __all__ = ["Option", "OPTIONS", "AXES", "option", "structure_options", "variant_options", "described",
            "every_part"]
@@ -268,7 +268,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("shared_experts", ("n_shared_experts",), (None,), "structure", "shared_experts",
            value=lambda c: c.n_shared_experts is not None, parts=("shared_experts",), choices=(True,), on=None,
            models="latent", reference="one SwiGLU of n_shared_experts x hidden_dim every token runs",
-           text=lambda c: (f"{c.n_shared_experts} shared experts of width {c.hidden_dim}" if c.shared_hidden_dim is None
+           text=lambda c: (f"{plural(c.n_shared_experts, 'shared expert')} of width {c.hidden_dim}"
+                           if c.shared_hidden_dim is None
                            else f"a shared expert of width {c.shared_hidden_dim}") if c.n_shared_experts else "",
            doc="DeepSeek's shared experts"),
     Option("latent_moe", ("moe_latent_size",), (None,), "structure", "latent_moe",
@@ -313,13 +314,13 @@ OPTIONS: tuple[Option, ...] = (
            doc="RoPE on part of each head (GLM-4.5, Phi-4-mini's partial_rotary_factor)"),
     Option("mtp", ("n_mtp_layers",), (0,), "structure", "mtp", value=lambda c: c.n_mtp_layers > 0,
            choices=(True,), on=None, models="latent",
-           text=lambda c: (f"{c.n_mtp_layers} multi-token prediction module(s) in the checkpoint, counted apart "
-                           "(transformers does not build them)") if c.n_mtp_layers else "",
+           text=lambda c: (f"{plural(c.n_mtp_layers, 'multi-token prediction module')} in the checkpoint, "
+                           "counted apart (transformers does not build them)") if c.n_mtp_layers else "",
            doc="multi-token-prediction modules the checkpoint stores (reported apart)"),
     Option("mtp_blocks", ("mtp_kinds",), (None,), "structure", "mtp_blocks",
            value=lambda c: () if c.mtp_kinds is None else tuple(
                [kind for kind, _ in c.groups].index(k) for k in c.mtp_kinds), choices=((0,),), on=None,
-           text=lambda c: (f"each multi-token prediction module: {len(c.mtp_kinds)} block(s) like the model's, "
+           text=lambda c: (f"each multi-token prediction module: {plural(len(c.mtp_kinds), 'block')} like the model's, "
                            "its embedding and output head the model's") if c.mtp_kinds else "", models="both",
            doc="the blocks of a multi-token-prediction module sharing the model's embedding and head (Nemotron-H's "
                "mtp_layers_block_type, Qwen3-Next's one full-attention layer; reported apart)"),

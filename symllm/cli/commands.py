@@ -261,7 +261,7 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         print("\n" + wrap_text(f"workload: b={w['batch']}, s={w['seq']}, n={w['gen']}, t={w['context']}; weights "
                                f"{w['weight_format'] or w['dtype']}, KV cache {w['kv_format'] or w['kv_dtype']}, "
                                f"activations {w['act_dtype']}; {w['attention']} "
-                               f"attention; ZeRO {w['zero_stage']} over {w['dp']} rank(s)"
+                               f"attention; ZeRO {w['zero_stage']} over {validate.plural(w['dp'], 'rank')}"
                                f"{'; full recomputation' if w['recompute'] == 'full' else ''}"
                                f"{'; op checkpointing (torchtitan)' if w['recompute'] == 'op' else ''}") + "\n")
         labels = {"elementwise": "elementwise (prefill)"}
@@ -438,7 +438,7 @@ def cmd_verify(args) -> int:
             print(json_text({"model": c["config"].name, "agrees": not c["difference"],
                              "checkpoint": {k: c[k] for k in keys}}))
             return 1 if c["difference"] else 0
-        where = (f"{c['path']}: {c['tensors']:,} tensors in {c['files']} {c['format']} file(s), "
+        where = (f"{c['path']}: {c['tensors']:,} tensors in {validate.plural(c['files'], c['format'] + ' file')}, "
                  f"{grouped(c['bytes'])} bytes")
         if c["formula_bytes"] is not None:
             where += f" (formula for {c['weight_format']}: {grouped(c['formula_bytes'])})"
@@ -474,7 +474,8 @@ def cmd_verify(args) -> int:
                          "components": {k: {"symllm": ours.get(k), "torch": v} for k, v in measured.items()}}))
         return 1 if bad else 0
     print(aligned_table(rows, ("component", "symllm", "torch numel", "")))
-    print(f"\n{config.name}: {'all components agree' if not bad else f'{bad} component(s) differ'}")
+    differ = validate.plural(bad, "component differs", "components differ")
+    print(f"\n{config.name}: {'all components agree' if not bad else differ}")
     return 1 if bad else 0
 
 

@@ -19,7 +19,8 @@ def checkpoint_lines(c: dict) -> str:
     ...                         "formula_bytes": None, "difference": None}))  # doctest: +NORMALIZE_WHITESPACE
     weights on disk (headers; symllm verify compares them)  bytes  ---...
     """
-    rows = [(f"checkpoint ({c['format']}, {c['files']} file(s), {c['tensors']} tensors)", grouped(c["bytes"]),
+    files = validate.plural(c["files"], "file")
+    rows = [(f"checkpoint ({c['format']}, {files}, {c['tensors']} tensors)", grouped(c["bytes"]),
              human_bytes(c["bytes"]))]
     if c["formula_bytes"] is not None:
         rows.append((f"formula ({c['weight_format']})", grouped(c["formula_bytes"]), human_bytes(c["formula_bytes"])))
@@ -142,7 +143,7 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
                 rows.append(lay + [r["batch"], human_bytes(r["peak"]), sig4(r["decode_token_s"] * 1000),
                                    sig4(e["decode_token_s"] * 1000) if e else "-", figure(r["tokens_per_s"], ",.0f"),
                                    figure(e["tokens_per_s"], ",.0f") if e else "-"]
-                            + ([sig4(x["ttft_s"] * 1000), sig4(x["itl_s"] * 1000),
+                            + ([sig4(x["ttft_s"] * 1000), _itl_ms(x),
                                 figure(r["dp"] * x["output_tokens_per_s"], ",.0f")]
                                if x else ["-"] * 3 if load else []))
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
@@ -275,8 +276,8 @@ def serve_lines(r: dict) -> str:
         rows = [("running", running(b), running(x), at),
                 ("time to first token", ttft(b), ttft(x),
                  f"prompt {x['seq']:,} tokens" + ("; the queue grows" if x["ttft_s"] is None else "")),
-                ("inter-token latency", f"{sig4(b['itl_s'] * 1000)} ms", f"{sig4(x['itl_s'] * 1000)} ms",
-                 f"{x['gen']:,} tokens generated"),
+                ("inter-token latency", _itl_ms(b, " ms"), _itl_ms(x, " ms"),
+                 validate.plural(x['gen'], "token") + " generated"),
                 ("output tokens/s", figure(b["output_tokens_per_s"], ",.0f"), figure(x["output_tokens_per_s"], ",.0f"),
                  f"{figure(x['requests_per_s'], ',.3g')} requests/s expected"),
                 ("saturates at", f"{b['saturation_concurrency']:,}", f"{x['saturation_concurrency']:,}",
@@ -285,6 +286,13 @@ def serve_lines(r: dict) -> str:
         out += "\n" + wrap_text("bound: the same schedule, each step at its roofline time (no efficiencies, no fixed "
                                 "costs); expected: measured efficiencies (docs/efficiency.md).")
     return out
+
+
+def _itl_ms(y: dict, unit: str = "") -> str:
+    """An inter-token latency under load in ms (``y["itl_s"]``), or what one output token has in its place
+    (:data:`symllm.costs.traffic.NO_INTER_TOKEN`)."""
+    from symllm.costs.traffic import NO_INTER_TOKEN
+    return NO_INTER_TOKEN if y["itl_s"] is None else f"{sig4(y['itl_s'] * 1000)}{unit}"
 
 
 def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layout: str | None = None,
@@ -324,7 +332,7 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                  ("decode step", f"{sig4(t['decode_token_s'])} s", f"{sig4(e['decode_token_s'])} s",
                   f"{t['decode_token_bound']}-bound"),
                  ("decode tokens/s", figure(t['tokens_per_s'], ",.1f"), figure(e['tokens_per_s'], ",.1f"),
-                  f"batch {w['batch']} x {w['dp']} replica(s)")]
+                  f"batch {w['batch']} x {validate.plural(w['dp'], 'replica')}")]
     else:
         rows += [("prefill", *unfit), ("decode step", *unfit), ("decode tokens/s", *unfit)]
     if serves_only:

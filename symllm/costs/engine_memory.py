@@ -36,6 +36,7 @@ no budget is given, is its launcher's default ``max_batch_prefill_tokens`` (:fun
 from __future__ import annotations
 
 from fractions import Fraction
+from math import floor
 
 from symllm.errors import SymllmError
 
@@ -118,14 +119,17 @@ def fraction(r: dict, value, gpu, tp: int = 1) -> Fraction | None:
 
 
 def kv_bytes(r: dict, f: Fraction, memory, parts: dict) -> tuple:
-    """``(budget, KV cache bytes)`` by ``r``'s rule: ``budget = f · scale · (memory − Σ of)``, the KV cache that
-    less ``Σ less``; ``parts`` the bytes of ``weights``, ``activation`` and ``non_torch``.
+    """``(budget, KV cache bytes)`` by ``r``'s rule, whole bytes: ``budget = ⌊f · scale · (memory − Σ of)⌋``, the KV
+    cache ``⌊budget − Σ less⌋``; ``parts`` the bytes of ``weights``, ``activation`` and ``non_torch``. Rounded down
+    as vLLM does (``Worker.determine_available_memory`` returns ``int(requested_memory − non-KV memory)``,
+    ``requested_memory = total × gpu_memory_utilization``); an engine's whole blocks or tokens, ``⌊bytes / b⌋`` for
+    a whole ``b``, are the same of the exact bytes or of these.
 
-    >>> kv_bytes(rule("sglang"), Fraction(1, 2), 100, {"weights": 20, "activation": 5, "non_torch": 2})
-    (Fraction(49, 1), Fraction(29, 1))
+    >>> kv_bytes(rule("sglang"), Fraction(1, 2), 101, {"weights": 20, "activation": 5, "non_torch": 2})
+    (49, 29)
     """
-    budget = f * Fraction(r.get("scale", 1)) * (memory - sum(parts[p] for p in r["of"]))
-    return budget, budget - sum(parts[p] for p in r["less"])
+    budget = floor(f * Fraction(r.get("scale", 1)) * (memory - sum(parts[p] for p in r["of"])))
+    return budget, floor(budget - sum(parts[p] for p in r["less"]))
 
 
 def context_tokens(r: dict, context: int, batch: int = 1) -> int:

@@ -4,7 +4,7 @@ each engine's, the rule only decides which are subtracted inside its fraction an
 
 At start-up vLLM (``gpu_worker.determine_available_memory``; ``kv_cache_utils``) measures, per GPU,
 
-    KV cache bytes = gpu_memory_utilization × GPU memory − weights − activation peak − non-torch memory
+    KV cache bytes = ⌊gpu_memory_utilization × GPU memory⌋ − weights − activation peak − non-torch memory
 
 and cuts that into blocks of ``block_size`` tokens (16) of every layer's K and V:
 
@@ -95,7 +95,7 @@ Conventions (each an estimate of what vLLM measures, not derives):
 from __future__ import annotations
 
 from fractions import Fraction
-from math import ceil
+from math import ceil, floor
 
 from symllm.arch.catalogue import resolve
 from symllm.arch.dtypes import BYTES, FP32
@@ -430,7 +430,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
         nccl = nccl_bytes(conventions, work.tp, work.pp, work.dp, work.ep)
         non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30 + nccl
-    non_torch = _fraction("non_torch", non_torch, -1) if non_torch else Fraction(0)
+    # whole bytes, rounded up (a GiB figure such as 0.35 is a fraction of a byte), as the engine measures it
+    non_torch = ceil(_fraction("non_torch", non_torch, -1)) if non_torch else 0
     if evaluate is None:  # the formulas (SymPy)
         from symllm.arch import resolved
         from symllm.costs import phases
@@ -515,7 +516,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     usable, kv = kv_bytes(kv_rule, util if util is not None else Fraction(1), gpu.usable,
                           {"weights": weights, "activation": activation, "non_torch": non_torch})
     if kv_cache_bytes is not None:  # a measured figure in place of the rule's
-        kv = _fraction("kv_cache_bytes", kv_cache_bytes)
+        kv = floor(_fraction("kv_cache_bytes", kv_cache_bytes))  # whole bytes, as kv_bytes rounds
     if compressed:  # vLLM's DeepSeek-V4 groups and blocks (docs/serving.md, "DeepSeek-V4")
         d = deepseek_v4_blocks(cfg, kv, context, max_num_batched_tokens, layout=dsv4_layout(cfg, work, gpu),
                                indexer=indexer_for(indexer_kv_dtype, gpu.name))

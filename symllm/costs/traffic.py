@@ -37,7 +37,8 @@ where ``p`` is what one prompt adds to the steps it runs in, at the expected eff
 
 then
 
-* inter-token latency ``ITL = T(C)``;
+* inter-token latency ``ITL = T(C)``, None where a request generates one token (``n = 1``: there is no gap between
+  tokens, :func:`inter_token_s`);
 * time to first token ``TTFT = ⌈s / chunk⌉ · T(C) + p`` (the prompt's chunks, one a step: ``chunk = q``), or in
   forwards of its own ``T(C) + k·p`` (the step it waited out, then the forwards of all ``k`` prompts admitted
   with it), plus the wait in the queue when more requests are sent than run;
@@ -78,7 +79,7 @@ from math import ceil
 from symllm.errors import SymllmError
 from symllm.validate import integer, positive_number
 
-__all__ = ["under_load", "SATURATION"]
+__all__ = ["under_load", "SATURATION", "inter_token_s", "NO_INTER_TOKEN"]
 
 #: the share of the largest throughput that counts as saturated
 SATURATION = Fraction(95, 100)
@@ -91,10 +92,11 @@ def under_load(config, work=None, *, concurrency: int | None = None, request_rat
     output, ``gpu``, ``tp``, ``engine``, dtypes and formats) and :func:`symllm.costs.serving.capacity`'s
     (``gpu_memory_utilization``, ``max_num_batched_tokens``, ``block_size``, ``non_torch``; ``max_num_seqs``: the most
     sequences the engine runs, None: its default, :data:`symllm.costs.batching.SCHEDULER`). Returns
-    ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "e2e_s", "output_tokens_per_s",
+    ``{"concurrency", "running", "queued", "ttft_s", "itl_s", "step_s", "e2e_s", "output_tokens_per_s",
     "requests_per_s", "kv_sequences", "max_running", "running_limit", "saturation_concurrency", "saturated",
     "engine", "prefill_step", "max_num_seqs", "request_rate", "bound"}`` (``ttft_s`` and ``e2e_s`` None at a rate
-    past saturation: the queue grows without bound): the expected figures, and in ``bound`` the roofline's of the
+    past saturation: the queue grows without bound; ``itl_s`` None with one output token, ``step_s`` the scheduler
+    step's time, ``T(C)``, whatever the output): the expected figures, and in ``bound`` the roofline's of the
     same schedule (``concurrency`` to ``saturated``: module docstring); ``kv_sequences`` the requests whose whole
     context the KV cache holds, ``max_running`` the most that run, ``running_limit`` what sets it (``kv_cache``,
     ``max_num_seqs``: the engine's limit, or ``max_num_batched_tokens``: the room a step's budget leaves a whole
@@ -285,9 +287,27 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, forward, most: in
     unbounded = concurrency is None and saturated
     return {"concurrency": sent, "running": c, "queued": queued,
             "ttft_s": None if unbounded else float(point["ttft"] + wait),
-            "itl_s": float(point["itl"]), "e2e_s": None if unbounded else float(point["e2e"] + wait),
+            "itl_s": inter_token_s(n, point["itl"]), "step_s": float(point["itl"]),
+            "e2e_s": None if unbounded else float(point["e2e"] + wait),
             "output_tokens_per_s": float(served * n), "requests_per_s": float(served),
             "saturation_concurrency": knee, "saturated": saturated}
+
+
+#: what text prints for an inter-token latency :func:`inter_token_s` gives as None (JSON: null)
+NO_INTER_TOKEN = "n/a (one output token)"
+
+
+def inter_token_s(n: int, step) -> float | None:
+    """The inter-token latency, in seconds, of requests of ``n`` output tokens whose decode step takes ``step``
+    seconds; None for one output token, which has no gap after a first: vLLM's serving benchmark
+    (vllm-project/vllm, vllm/benchmarks/serve.py ``calculate_metrics``, once benchmarks/benchmark_serving.py; the
+    code index's def9ce8, read 2026-11-29) counts a request's TPOT only where ``output_len > 1`` and its ITLs are
+    the gaps between successive tokens, none for one token.
+
+    >>> inter_token_s(2, Fraction(1, 40)), inter_token_s(1, Fraction(1, 40))
+    (0.025, None)
+    """
+    return None if n == 1 else float(step)
 
 
 def _together(gemms, decodes: int, tokens: Fraction, joins: Fraction, budget: int, alone: Fraction,

@@ -37,6 +37,7 @@ from functools import lru_cache
 import sympy as sp
 
 from symllm.errors import SymllmError
+from symllm.validate import plural
 from symllm.numbers.cache import cache_get, cache_put, source_digest
 from symllm.numbers.codegen import NoBound, bound_code, exact_code, fingerprint
 from symllm.numbers.exact import common_fraction, float_symbol, over_common_denominator  # noqa: F401
@@ -262,7 +263,7 @@ class Kernel:
         >>> compile_expr(S.d ** 3).vector(d=np.array([3 * 10**6]), overflow="raise")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        symllm.errors.SymllmError: overflow: d**3 may exceed int64 at 1 of 1 point(s) (overflow='widen' computes
+        symllm.errors.SymllmError: overflow: d**3 may exceed int64 at 1 of 1 point (overflow='widen' computes
         them exactly)
         """
         if overflow not in ("widen", "raise"):
@@ -309,7 +310,7 @@ class Kernel:
         count = int(np.count_nonzero(unsafe))
         if overflow == "raise":
             raise SymllmError(f"overflow: {self.expr} may exceed int64 at {count} of "
-                              f"{unsafe.size} point(s) (overflow='widen' computes them exactly)")
+                              f"{plural(unsafe.size, 'point')} (overflow='widen' computes them exactly)")
         out = np.empty(shape, dtype=object)
         if count < unsafe.size:
             safe = ~unsafe

@@ -211,6 +211,8 @@ class Derivation:
     #: what β_w means under a weight format (its name, and where it was read: --weight-format or the config's
     #: quantization_config); None: the dtype's bytes
     weights: str | None = None
+    #: the answer where the total has no number (``value`` None): a decode step memory-bound at any batch
+    note: str | None = None
 
     def meaning(self, sym) -> str:
         """A symbol's meaning in this derivation (β_w names its weight format)."""
@@ -282,7 +284,7 @@ class Derivation:
             "letter": letter, "symbols": symbols, "terms": terms, "zero_terms": list(self.zero_terms),
             "sum": Formula(self.total), "closed": Formula(self.closed),
             "definitions": definitions, "model": self.model, "evaluated": evaluated,
-            "subst": number_formula(self.closed, vals) if evaluated else None, "value": self.value,
+            "subst": number_formula(self.closed, vals) if evaluated else None, "value": self.value, "note": self.note,
             "per_block": self.component in ("block", "attention", "feed_forward", "rope") and evaluated,
             "active": Formula(self.active) if self.active is not None else None, "active_value": self.active_value,
             "active_subst": number_formula(self.active, vals) if evaluated and self.active is not None else None,
@@ -462,8 +464,10 @@ def derive_resolved(name: str, quantity: str, kind: str | None, spec, names: dic
         vals = None if accelerators.of(work) is None else work.values() if quantity == "ridge" else vals
     if vals is not None and quantity in ("comm", "decode_batch") and S.n_kv in vals:  # one GPU's: one KV head a
         vals = {**vals, S.n_kv: kv_heads_split(vals[S.n_kv], work.tp)}  # rank where tp is a multiple (replicated)
+    note = None  # no batch turns compute-bound: that is the answer (the formula's value would be negative)
     if quantity == "decode_batch" and vals is not None and not hardware.decode_batch_exists(total, vals):
-        raise SymllmError(f"decode_batch: memory-bound at any batch on {work.gpu} at t = {work.context:,}")
+        note = (f"memory-bound at any batch on {work.gpu} at t = {work.context:,}: each sequence's bytes take at "
+                "least as long to read as its FLOPs take to run, so no batch turns compute-bound")
     shown_kind = kind_key.upper() if kind is not None else spec.attention_kind if spec is not None else "GQA"
     active = _symbolic(name, "active", kind_key, spec, work, options)[2] if quantity == "params" else None
     if active is not None and sp.expand(active - closed) == 0:
@@ -474,8 +478,8 @@ def derive_resolved(name: str, quantity: str, kind: str | None, spec, names: dic
         terms=terms, zero_terms=tuple(k for k, v in leaves.items() if v == 0), total=total,
         closed=closed, definitions=definitions,
         model=spec.name if spec is not None else None, values=vals,
-        value=evaluate(total, vals) if vals is not None else None,
-        term_values=tuple(evaluate(e, vals) for _, e in terms) if vals is not None else (),
+        value=evaluate(total, vals) if vals is not None and note is None else None, note=note,
+        term_values=tuple(None if note else evaluate(e, vals) for _, e in terms) if vals is not None else (),
         names=tuple(names.items()), workload=work if quantity != "params" else None,
         options=tuple(options.items()) if quantity != "params" else (), weights=_weights_meaning(spec, work))
 

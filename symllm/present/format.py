@@ -32,7 +32,7 @@ COMPARISON_FORMATS = ("text", "csv", "markdown", "latex")
 QUANTITIES = {"params": ("parameters", "N"), "flops": ("FLOPs", "F"), "memory": ("bytes", "M"),
               "comm": ("bytes one GPU sends per training step of one micro-batch", "C"),
               "ridge": ("ridge point, FLOP per byte", "R"),
-              "decode_batch": ("batch at which a decode step turns compute-bound (negative: none does)", "b")}
+              "decode_batch": ("batch at which a decode step turns compute-bound", "b")}
 
 _UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")]
 _FLOP_UNITS = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]

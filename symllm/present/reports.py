@@ -21,7 +21,7 @@ from symllm.costs import accelerators, expert_layout, hardware
 from symllm.costs import parallel
 from symllm.arch import symbols as S
 from symllm.errors import SymllmError
-from symllm.validate import choice
+from symllm.validate import choice, plural
 from symllm.numbers.kernels import evaluate
 from symllm.present.format import REPORT_FORMATS, figure, grouped, layout_words, overlap_words
 from symllm.present.notations import notation as notation_of
@@ -221,7 +221,7 @@ class Report:
                 ("one decode step", f"{t['decode_token_s']:.4g} s",
                  f"{t['decode_token_bound']}-bound; expected {e['decode_token_s']:.4g} s ({e['engine']})"),
                 ("decode tokens/s", f"{t['tokens_per_s']:,.1f}",
-                 f"at batch {work.batch:,} x {work.dp} replica(s); expected {e['tokens_per_s']:,.1f}")
+                 f"at batch {work.batch:,} x {plural(work.dp, 'replica')}; expected {e['tokens_per_s']:,.1f}")
                 ] if t["fits"] else [("prefill", *unfit), ("one decode step", *unfit), ("decode tokens/s", *unfit)]
         rows += [("inference peak fits" + per, "yes" if t["fits"] else "no", f"up to batch {t['max_batch']:,}"),
                  ("training peak fits" + per, "yes" if t["training_fits"] else "no", f"{work.stack} stack")]
@@ -230,7 +230,7 @@ class Report:
                   + (f"and HFU {e['hfu']:.1%} " if e["hfu"] != e["mfu"] else "") + f"({e['training_engine']}"
                   + (", " + overlap_words(e) if work.tp_overlapped else "") + ")"),
                  ("training tokens/s", f"{t['training_tokens_per_s']:,.0f}",
-                  f"{t['gpus']} GPU(s); expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
+                  f"{plural(t['gpus'], 'GPU')}; expected {e['training_tokens_per_s_per_gpu'] * t['gpus']:,.0f}")
                  ] if t["training_fits"] else [("training step", *unfit), ("training tokens/s", *unfit)]
         if t["training_fits"] and "training_s" in t:
             rows.append((f"{figure(work.tokens, ',')} training tokens",

@@ -43,7 +43,7 @@ from symllm.arch.families.deepseek import DEEPSEEK_V3
 from symllm.arch.families.hf import groups, integer, register, type_list
 from symllm.arch.layers import LayerKind
 from symllm.errors import SymllmError
-from symllm.validate import short
+from symllm.validate import plural, short
 
 __all__ = ["DEEPSEEK_V4"]
 
@@ -139,8 +139,8 @@ def _fields(raw: dict, n_layers: int) -> dict:
                    index_head_dim=integer(raw, "index_head_dim", defaults["index_head_dim"]),
                    index_topk=integer(raw, "index_topk", defaults["index_topk"]))
     if mtp:
-        out["note"] = (f"the checkpoint's {mtp} multi-token-prediction module(s) (num_nextn_predict_layers), which "
-                       "transformers does not build, are not counted")
+        out["note"] = (f"the checkpoint's {plural(mtp, 'multi-token-prediction module')} "
+                       "(num_nextn_predict_layers), not counted (transformers builds none)")
     return out
 
 
