@@ -251,7 +251,7 @@ def test_plan_and_report_name_the_layout_too(cli):
     DeepSeek-V4 at tp 8 ran into its per-GPU state cache, which had no title, and failed.)"""
     r = cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200"])
     assert r.code == 0, r.err
-    assert f"fused stack, bf16; {PLAN}): 5,120 layouts" in " ".join(r.out.split())
+    assert f"fused stack, bf16; {PLAN}): 3,328 layouts and batches" in " ".join(r.out.split())
     assert json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "8xh200", "--engine", "vllm", "--json"]).out)[
         "tp_layout"] == "vllm"
     assert "tp_layout" not in json.loads(cli(["plan", "llama3.1-8b", "--gpus", "8xh200", "--json"]).out)
