@@ -165,3 +165,14 @@ def test_counts_are_singular_at_one_and_plural_past_it(cli):
     assert not re.search(r"\b1 tokens", out)
     out = cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--dp", "8", "--batch", "2"]).out
     assert "batch 2 x 8 replicas" in out and "(s)" not in out
+
+
+def test_a_comparison_prints_a_time_past_a_floats_range():
+    """count A B --gpu G's side-by-side table formats an exact time of any size as count does (10**400/3 s is
+    3.333e+399 s by hand); Python 3.11's Fraction takes no '.4g' format, which raised there."""
+    from fractions import Fraction
+
+    from symllm.present.format import side_by_side
+    rows = [("t", "step", "seconds"), ("r", "tokens/s", "rate")]
+    out = side_by_side(rows, ["a"], {"a": {"t": Fraction(10 ** 400, 3), "r": Fraction(10 ** 400, 7)}})
+    assert out.split("\n")[0].split()[-2:] == ["3.333e+399", "s"] and out.split("\n")[1].split()[-1] == "1.429e+399"

@@ -263,8 +263,7 @@ def side_by_side(rows, names, values, fmt: str = "text", width: int = 100) -> st
                 else str(v) if isinstance(v, float) else digits(v))
         if unit in ("seconds", "rate", "share"):  # count's formats: 4 digits, tokens/s to 0.1, MFU to 0.1%
             v = float(v) if isinstance(v, Fraction) and abs(v) < 10 ** 300 else v
-            return (f"{format(v, '.4g')} s" if unit == "seconds" else format(v, ",.1f") if unit == "rate"
-                    else format(v, ".1%"))
+            return f"{sig4(v)} s" if unit == "seconds" else figure(v, ",.1f" if unit == "rate" else ".1%")
         return human_bytes(v) if unit == "bytes" else human(v, flops=unit == "flops")
 
     if fmt == "csv":
