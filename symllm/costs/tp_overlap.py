@@ -311,7 +311,8 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     gemm_s = {k: Fraction(v) / gemm_rate for k, v in flops.items()}
     overlapped = pairs(spec, recompute)
     width = {name: 1 if name in fp8 else beta_a for name in overlapped}
-    comm = {name: one(w) for name, w in width.items()}
+    by_width = {w: one(w) for w in set(width.values())}  # (two widths at most: one collective timed each)
+    comm = {name: by_width[w] for name, w in width.items()}
     calls, extra = exposed_s(overlapped, comm, gemm_s, chunk_slowdown, margins(spec, card))
     if stream_rate:
         extra += copies_bytes(spec, overlapped, {n: w * rows * d for n, w in width.items()}, tp) / stream_rate
