@@ -403,11 +403,12 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
+    gathers = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2))  # an sp group's float8 all-gathers, as count's
     for zero, rec, seq_par in groups:
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
-        float8 = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2)) if seq_par else ()  # as count's (sp: tp > 1)
+        float8 = gathers if seq_par else ()
         forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp,
                        column_parallel(work.engine), float8)
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
