@@ -275,10 +275,9 @@ def prefill_forward_tokens(engine, prompts, seq: int, budget: int):
     >>> prefill_forward_tokens("sglang", 20, 4000, 32768)  # past max_prefill_tokens 16,384: four whole prompts
     16000
     """
-    rule = _scheduler(engine)[1]
-    if rule.get("admits", "whole") == "whole":
+    if prefill_admits(engine) == "whole":
         return min(prompts, max(1, budget // seq)) * seq
-    cap, whole = rule.get("prefill_tokens"), budget // seq
+    cap, whole = _scheduler(engine)[1].get("prefill_tokens"), budget // seq
     if cap is not None and whole:
         whole = min(whole, max(1, ceil(Fraction(cap, seq)) - 1))
         if (whole + 1) * seq >= cap:  # no cut prompt: the queue's next is not under what P leaves
