@@ -27,7 +27,6 @@ from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
-from symllm.costs.tp_overlap import fp8_gathers
 from symllm.costs import expert_layout, tp_overlap
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
@@ -430,7 +429,7 @@ class Workload:
             value = getattr(self, name)
             out.append((name, value if mark is True else mark(value)))
         # and what several fields decide together: the all-gathers the training engine runs in float8 (comm.tp's)
-        out.append(("float8_gathers", fp8_gathers(self)))
+        out.append(("float8_gathers", tp_overlap.fp8_gathers(self)))
         object.__setattr__(self, "_shape", tuple(out))  # frozen: computed once (each workload() asks twice)
         return self._shape
 
