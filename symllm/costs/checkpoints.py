@@ -485,7 +485,7 @@ def check(model) -> dict:
     fmt = weight_format(ckpt)
     typed = True
     if ckpt["format"] == "gguf":
-        typed = fmt is not None and formats.gguf_types_modelled(config, fmt)
+        typed = fmt is not None and formats.gguf_types_modelled(fmt)
         want = expected(config, gguf=fmt if typed else "")
     else:
         raw = ckpt["config"] or {}

@@ -408,13 +408,12 @@ def gguf_tensors(config) -> list[dict]:
     return out
 
 
-def gguf_types_modelled(config, fmt: str) -> bool:
-    """Whether :func:`weight_bytes` knows the GGML type of every tensor of ``config`` in the GGUF format
-    ``fmt``: any llama.cpp file type (:data:`FILE_TYPES`) or ``gguf:TYPE``, dense or mixture of experts
-    (``config`` is kept for the callers that ask per model).
+def gguf_types_modelled(fmt: str) -> bool:
+    """Whether :func:`weight_bytes` knows the GGML type of every tensor in the GGUF format ``fmt``: any llama.cpp
+    file type (:data:`FILE_TYPES`) or ``gguf:TYPE``, for any model it names (dense or mixture of experts).
 
-    >>> gguf_types_modelled("mixtral-8x7b", "Q4_K_M"), gguf_types_modelled("mixtral-8x7b", "awq")
-    (True, False)
+    >>> gguf_types_modelled("Q4_K_M"), gguf_types_modelled("gguf:Q8_0"), gguf_types_modelled("awq")
+    (True, True, False)
     """
     return fmt in FILE_TYPES or fmt.startswith("gguf:")
 
@@ -453,7 +452,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     spec = spec_for(config)
     ts = tensors(spec)
     out: dict[str, dict] = {}
-    gguf = fmt in FILE_TYPES or fmt.startswith("gguf:")
+    gguf = gguf_types_modelled(fmt)
     if gguf:
         pure = fmt.removeprefix("gguf:") if fmt.startswith("gguf:") else None
         if pure is not None and pure not in GGML_TYPES:
