@@ -178,8 +178,9 @@ def test_vllm_and_trtllm_rules_are_unchanged():
     # KVCache(max_batch_size, max_seq_length, ...) in every layer
     ("gpt-fast", 1001, 1, 1008),
     ("gpt-fast", 1001, 4, 4032),
-    # llama.cpp llama_kv_cache_init: kv_size = n_ctx cells, whatever the free memory
-    ("llama.cpp", 1001, 2, 2002),
+    # llama.cpp 4227c9be llama_model::create_memory: kv_size = n_ctx cells, whatever the free memory, each
+    # sequence's padded to a multiple of 32 without FlashAttention (get_padding): 1001 -> 1024, x 2
+    ("llama.cpp", 1001, 2, 2048),
     ("hf", 4096, 1, 4096),
 ])
 def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, batch, tokens):
@@ -244,6 +245,71 @@ def test_gpt_fast_holds_its_prefill_of_the_whole_prompt():
     assert r["profile_tokens"] == 1000 and r["activation_peak"] >= 1000 * 128_256 * 2
     assert _cap("gpt-fast", seq=1000, gen=3000, max_num_batched_tokens=2048)["activation_peak"] == r["activation_peak"]
     assert _cap("gpt-fast", seq=2000)["activation_peak"] > r["activation_peak"]
+
+
+@pytest.mark.parametrize("flash_attn,cells", [
+    # llama.cpp 4227c9be llama_kv_cache_unified::get_padding: 'cparams.flash_attn ? 256u : 32u'; create_memory pads
+    # each stream's n_ctx to it: 1025 cells -> 33 x 32 = 1056 without, 5 x 256 = 1280 with -fa
+    ("off", 1056),
+    ("on", 1280),
+])
+def test_llama_cpp_pads_each_sequence_cache_by_flash_attn(flash_attn, cells):
+    r = _cap("llama.cpp", seq=1025, batch=3, flash_attn=flash_attn)
+    assert (r["kv_tokens"], r["kv_cache_bytes"]) == (3 * cells, 3 * cells * PER_TOKEN)
+
+
+def test_llama_cpp_compute_buffer_by_ubatch_and_flash_attn_by_hand():
+    """llama.cpp 4227c9be reserves its compute buffer for n_tokens = min(n_ctx, n_ubatch) tokens, n_ubatch =
+    min(n_batch, -ub) (llama_context's constructor), every one an output. Without -fa (the default) its peak is the
+    scores of the micro-batch against the whole cache (build_attn_mha's kq, F32); with -fa (ggml_flash_attn_ext) none
+    are held and the forward binds. By hand for Llama 3.1 8B (32 heads, d = q = 4096, vocab 128,256) at a 4096-token
+    context:
+
+    * -ub 256, no -fa: scores 4096 x 256 x 32 x 4 = 128 MiB, mask 4096 x 256 x 4 = 4 MiB, input and queries 2 x 256 x
+      4096 x 4 = 8 MiB: 140 MiB;
+    * -ub 1024, no -fa: 512 + 16 + 32 = 560 MiB;
+    * -fa: at least the F32 logits, 256 x 128,256 x 4 = 125.25 MiB (1024 rows: 501 MiB), below the scores'
+      moment; and -ub past n_batch (--max-num-batched-tokens 768) takes n_batch."""
+    mib = 2 ** 20
+    small, large = _cap("llama.cpp", ubatch=256), _cap("llama.cpp", ubatch=1024)
+    assert (small["profile_tokens"], small["activation_peak"]) == (256, 140 * mib)
+    assert (large["profile_tokens"], large["activation_peak"]) == (1024, 560 * mib)
+    fast = _cap("llama.cpp", ubatch=256, flash_attn="on")
+    assert 256 * 128_256 * 4 <= fast["activation_peak"] < small["activation_peak"]
+    assert 1024 * 128_256 * 4 <= _cap("llama.cpp", ubatch=1024, flash_attn="on")["activation_peak"] < 560 * mib
+    assert _cap("llama.cpp", ubatch=1024, max_num_batched_tokens=768)["profile_tokens"] == 768
+
+
+#: GLM-Z1-32B-0414 as llama.cpp's log prints it (glm4: n_embd 6144, n_layer 61, n_head 48, n_head_kv 2, head 128,
+#: n_ff 23040, n_vocab 151552): LLaMA's shapes (its post-norms, fused gate-up and q/k/v biases not held)
+GLM_Z1_32B = dict(name="glm-z1-32b-0414", dim=6144, n_layers=61, n_heads=48, n_kv_heads=2, vocab_size=151552,
+                  hidden_dim=23040)
+
+
+def test_llama_cpp_flash_attn_compute_buffer_against_its_printed_size():
+    """Checked, not fitted. ikawrakow/ik_llama.cpp PR #344 (ubergarm's comment of 2025-04-26, read 2026-11-29) logs
+    mainline llama.cpp build 5192 (e59a5f1e) running llama-sweep-bench -fa -ctk f16 -ctv f16 -c 32768 -ngl 99 on
+    bartowski's THUDM_GLM-Z1-32B-0414-IQ4_XS.gguf, an RTX 3090 Ti: n_ctx 32768, n_batch 2048, n_ubatch 512,
+    flash_attn 1, 'CUDA0 KV buffer size = 1952.00 MiB', 'CUDA0 compute buffer size = 353.00 MiB'. symllm's forward
+    of 512 tokens holds the F32 logits (512 x 151,552 x 4 = 296 MiB) and two hidden states: 320 MiB (-9%; the F16
+    mask, 32768 x 512 x 2 = 32 MiB, is not counted); without -fa it would hold the scores, 3 GiB."""
+    from symllm.arch.config import ModelConfig
+    glm = ModelConfig(**GLM_Z1_32B)
+    r = serving.capacity(glm, gpu="rtx3090", seq=32768, dtype="fp16", engine="llama.cpp", flash_attn="on")
+    assert r["kv_cache_bytes"] == 1952 * 2 ** 20  # 61 layers x 2 x 256 x 2 bytes x 32768 cells
+    assert abs(r["activation_peak"] / (353 * 2 ** 20) - 1) < Fraction(15, 100)
+    off = serving.capacity(glm, gpu="rtx3090", seq=32768, dtype="fp16", engine="llama.cpp")
+    assert off["activation_peak"] > 8 * r["activation_peak"]
+
+
+@pytest.mark.parametrize("option,value,line", [
+    ("ubatch", 256, "ubatch: got 256; vllm has no micro-batch option (llama.cpp's -ub, n_ubatch)"),
+    ("flash_attn", "on", "flash_attn: got 'on'; gpt-fast has no micro-batch option (llama.cpp's -fa, flash_attn)"),
+])
+def test_micro_batch_options_apply_to_llama_cpp_only(option, value, line):
+    engine = "vllm" if option == "ubatch" else "gpt-fast"
+    with pytest.raises(SymllmError, match=re.escape(line)):
+        _cap(engine, **{option: value})
 
 
 @pytest.mark.parametrize("n_ctx,printed_mib", [
