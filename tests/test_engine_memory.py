@@ -145,6 +145,25 @@ def test_tgi_counts_a_mixture_s_flops_by_its_config_json_keys():
     assert engine_memory.warmup_tokens(tgi, "mixtral-8x7b", accelerators.gpu("h100-sxm"), tp=2) == 32_768
 
 
+def test_tgi_has_no_head_width_where_the_heads_do_not_divide_the_hidden_size():
+    """TGI v3.3.6 launcher/src/main.rs (tag v3.3.6, efb94e0), From<RawConfig> for Config: head_dim = config.json's
+    head_dim, else hidden_size / num_attention_heads only 'if hidden_size % num_attention_heads == 0', else None;
+    Config::get_head_dim is then None (no text_config), so Config::flop and Config::model_vram are None: no
+    compute_optimal (default_optimal, 4096) and no vram_maximum, only max_position_embeddings (131,072 here). A
+    qwen3 config.json with Llama 3.1 8B's sizes but hidden_size 4100 and no head_dim (32 heads: 4100 / 32 = 128.125;
+    transformers' Qwen3Config defaults head_dim to 128, 4100 // 32 is 128 too) gets 4096 on an H100; stating
+    head_dim 128 gives compute_optimal: Config::flop = 32 x (3 x 2·32·128·4100 + 2 x 2·8·128·4100 + 2·3·4100·14336)
+    = 15,047,065,600, 900e12 // that = 59,812 (what symllm gave both before: it rounded down)."""
+    h100, tgi = accelerators.gpu("h100-sxm"), engine_memory.rule("tgi")
+    odd = {"model_type": "qwen3", "hidden_size": 4100, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 131072}
+    assert engine_memory.warmup_tokens(tgi, odd, h100) == 4096
+    flop = 32 * (3 * 2 * 32 * 128 * 4100 + 2 * 2 * 8 * 128 * 4100 + 2 * 3 * 4100 * 14336)
+    assert flop == 15_047_065_600 and 900 * 10 ** 12 // flop == 59_812
+    assert engine_memory.warmup_tokens(tgi, {**odd, "head_dim": 128}, h100) == 59_812
+
+
 def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_without():
     """The same Gemma 3 language model, as google/gemma-3-4b-pt's config.json holds it (model_type gemma3, a
     text_config and a vision_config) and as its text_config alone (model_type gemma3_text, a text-only config):

@@ -227,6 +227,9 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     a mixture.
     ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
     ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
+    A config.json stating no ``head_dim`` whose ``hidden_size`` the heads do not divide has no head width in the
+    launcher's ``Config`` (``From<RawConfig>`` divides only where the remainder is 0, where transformers rounds
+    down), so neither ``compute_optimal`` nor a bound: ``default``, at most ``max_position_embeddings``.
     A multimodal config.json (``wrapper``: the language model is its ``text_config``) has no ``compute_optimal``
     (``Config::flop`` is None beside a ``vision_config``) and no bound (its sizes and positions are not at its top
     level, where the launcher reads them): ``wrapper_default`` by its ``model_type`` (``gemma3`` 8000), else 4096.
@@ -250,7 +253,11 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     d, layers = stated.get("hidden_size", cfg.dim), stated.get("num_hidden_layers", cfg.n_layers)
     h = stated.get("num_attention_heads", cfg.n_heads)
     kv = stated.get("num_key_value_heads", h if cfg.stated is not None else cfg.n_kv_heads)
-    d_h = stated.get("head_dim", d // h if cfg.stated is not None else cfg.head_dim)
+    d_h = stated.get("head_dim") if cfg.stated is not None else cfg.head_dim
+    if d_h is None and d % h == 0:  # From<RawConfig>: hidden_size / num_attention_heads only where it divides
+        d_h = d // h
+    if d_h is None:  # Config::get_head_dim None: no flop (compute_optimal) and no model_vram (vram_maximum)
+        return own["default"] if cfg.max_positions is None else min(own["default"], cfg.max_positions)
     if "intermediate_size" in stated:  # the dense layers' width where a family states its experts' elsewhere
         d_ff = stated["intermediate_size"]
     elif cfg.hidden_dim is not None:
