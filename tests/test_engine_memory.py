@@ -152,8 +152,8 @@ def test_tgi_has_no_head_width_where_the_heads_do_not_divide_the_hidden_size():
     compute_optimal (default_optimal, 4096) and no vram_maximum, only max_position_embeddings (131,072 here). A
     qwen3 config.json with Llama 3.1 8B's sizes but hidden_size 4100 and no head_dim (32 heads: 4100 / 32 = 128.125;
     transformers' Qwen3Config defaults head_dim to 128, 4100 // 32 is 128 too) gets 4096 on an H100; stating
-    head_dim 128 gives compute_optimal: Config::flop = 32 x (3 x 2·32·128·4100 + 2 x 2·8·128·4100 + 2·3·4100·14336)
-    = 15,047,065,600, 900e12 // that = 59,812 (what symllm gave both before: it rounded down)."""
+    head_dim 128 gives compute_optimal: Config::flop = 32 x (3 x 2·32·128·4100 + 2 x 2·8·128·4100 +
+    2·3·4100·14336) = 15,047,065,600, 900e12 // that = 59,812 (what symllm gave both before: it rounded down)."""
     h100, tgi = accelerators.gpu("h100-sxm"), engine_memory.rule("tgi")
     odd = {"model_type": "qwen3", "hidden_size": 4100, "intermediate_size": 14336, "num_hidden_layers": 32,
            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
@@ -319,6 +319,18 @@ def test_llama_cpp_flash_attn_compute_buffer_against_its_printed_size():
     assert abs(r["activation_peak"] / (353 * 2 ** 20) - 1) < Fraction(15, 100)
     off = serving.capacity(glm, gpu="rtx3090", seq=32768, dtype="fp16", engine="llama.cpp")
     assert off["activation_peak"] > 8 * r["activation_peak"]
+
+
+def test_llama_cpp_runs_a_quantized_cache_with_flash_attn():
+    """llama.cpp 4227c9be, llama_init_from_model (src/llama-context.cpp): 'V cache quantization requires flash_attn'
+    and no context without it: --kv-format q8_0 (K and V, 34 bytes a 32: Llama 3.1 8B's 32 x 2 x 1024 x 34 / 32 =
+    69,632 bytes a token) takes -fa, its cells padded to 256 (1025 -> 1280) and no scores held; -fa off is refused."""
+    r = _cap("llama.cpp", seq=1025, kv_format="q8_0")
+    assert (r["kv_tokens"], r["kv_bytes_per_token"]) == (1280, 69_632)
+    assert r["activation_peak"] == _cap("llama.cpp", seq=1025, kv_format="q8_0", flash_attn="on")["activation_peak"]
+    with pytest.raises(SymllmError, match=re.escape("flash_attn: got 'off'; llama.cpp's quantized V cache (q8_0) "
+                                                    "needs FlashAttention (-fa)")):
+        _cap("llama.cpp", kv_format="q8_0", flash_attn="off")
 
 
 @pytest.mark.parametrize("option,value,line", [

@@ -39,6 +39,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import floor
 
+from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
@@ -49,12 +50,12 @@ __all__ = ["PARTS", "rule", "micro_batch", "fraction", "default_fraction", "kv_b
 PARTS = ("non_torch", "weights", "activation")
 
 
-def rule(engine, ubatch=None, flash_attn=None) -> dict:
+def rule(engine, ubatch=None, flash_attn=None, kv_format=None) -> dict:
     """The KV-memory rule of ``engine`` (a name, or its conventions, :func:`symllm.costs.figures.engine`): its
     ``kv_memory`` entry, or the entry of the engine it names there (vLLM's older engines name ``vllm``), with
     ``name`` the engine whose rule it is and ``sized_by`` ``"memory"`` or ``"context"``; refused where the engine
     states none. Where its working set is a micro-batch (llama.cpp: :func:`micro_batch`), ``ubatch`` and
-    ``flash_attn`` the options given (None: the engine's), resolved into the rule.
+    ``flash_attn`` the options given (None: the engine's) and the workload's ``kv_format``, resolved into the rule.
 
     >>> r = rule("trtllm")
     >>> r["of"], r["less"], r["sized_by"]
@@ -69,21 +70,25 @@ def rule(engine, ubatch=None, flash_attn=None) -> dict:
         raise SymllmError(f"engine: {table['name']} trains only; serving takes an inference engine (docs/serving.md)")
     if not isinstance(entry, dict):
         raise SymllmError(f"engine: {table['name']} states no KV-cache memory rule (efficiency.json kv_memory)")
-    return micro_batch({"name": name, "sized_by": "memory", "of": [], "less": [], **entry}, table, ubatch, flash_attn)
+    return micro_batch({"name": name, "sized_by": "memory", "of": [], "less": [], **entry}, table, ubatch, flash_attn,
+                       kv_format)
 
 
-def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None) -> dict:
+def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None, kv_format=None) -> dict:
     """``r`` with the micro-batch options of an engine whose working set is one (its ``working_set`` names the
     convention holding its size: llama.cpp's ``ubatch``, n_ubatch, 512) resolved: ``ubatch`` the tokens of that
     micro-batch (its ``-ub``), ``flash_attn`` whether FlashAttention runs (``-fa``, ``"on"``/``"off"`` or a bool;
     llama.cpp 4227c9be's default off: no scores held, ``working_set``) and ``round_to`` the cells each sequence's
-    cache is padded to (``cells_pad``: 32, or 256 under FlashAttention). Either option given to an engine without
-    a micro-batch is refused in one line.
+    cache is padded to (``cells_pad``: 32, or 256 under FlashAttention). A block-quantized ``kv_format`` (q8_0, q4_0:
+    no dtype of its own) takes FlashAttention where the engine's V cache needs it (``quantized_v_needs_flash_attn``),
+    and refuses it off. Either option given to an engine without a micro-batch is refused in one line.
 
     >>> from symllm.costs.figures import engine
     >>> r = micro_batch(rule("llama.cpp"), engine("llama.cpp"), ubatch=1024, flash_attn="on")
     >>> r["ubatch"], r["flash_attn"], r["round_to"]
     (1024, True, 256)
+    >>> micro_batch(rule("llama.cpp"), engine("llama.cpp"), kv_format="q8_0")["flash_attn"]
+    True
     >>> micro_batch(rule("vllm"), engine("vllm"), ubatch=256)
     Traceback (most recent call last):
     ...
@@ -97,12 +102,16 @@ def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None) -> dic
                                   f"{'-ub, n_ubatch' if key == 'ubatch' else '-fa, flash_attn'})")
         return r
     size = int(conventions[own["tokens"]]) if ubatch is None else integer("ubatch", ubatch)
+    needs = bool(own.get("quantized_v_needs_flash_attn")) and kv_format is not None and kv_format not in BYTES
     if flash_attn is None:
-        on = bool(own.get("flash_attn"))
+        on = needs or bool(own.get("flash_attn"))
     elif isinstance(flash_attn, bool):
         on = flash_attn
     else:
         on = choice("flash_attn", flash_attn, ("on", "off")) == "on"
+    if needs and not on:
+        raise SymllmError(f"flash_attn: got {flash_attn!r}; {r['name']}'s quantized V cache ({kv_format}) needs "
+                          "FlashAttention (-fa)")
     out = {**r, "ubatch": size, "flash_attn": on}
     if "cells_pad" in r:
         out["round_to"] = int(r["cells_pad"]["on" if on else "off"])

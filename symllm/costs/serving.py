@@ -368,7 +368,7 @@ def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batche
     """
     from symllm.costs.figures import engine
     # its memory rule (engine_memory), refused where it has none; llama.cpp's micro-batch options resolved in it
-    kv_rule = rule_of(engine(work.engine, "inference"), ubatch=ubatch, flash_attn=flash_attn)
+    kv_rule = rule_of(engine(work.engine, "inference"), ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
     if indexer_kv_dtype is not None and getattr(cfg, "hc_mult", None) is None:
         raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
     memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)
@@ -423,7 +423,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
     # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa resolved in it
-    kv_rule = rule_of(conventions, ubatch=ubatch, flash_attn=flash_attn)
+    kv_rule = rule_of(conventions, ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
