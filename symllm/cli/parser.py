@@ -393,7 +393,7 @@ def _serving_options(s) -> None:
     s.add_argument("--ubatch", type=int, default=None, metavar="N",
                    help="llama.cpp's -ub/--ubatch-size (n_ubatch): the micro-batch its compute buffer is reserved "
                         "for, at most --max-num-batched-tokens (its n_batch) and the context (default 512)")
-    s.add_argument("--flash-attn", choices=("on", "off"), default=None,
+    s.add_argument("--flash-attn", choices=_Choices("costs.engine_memory", "FLASH_ATTN"), default=None,
                    help="llama.cpp's -fa: FlashAttention, no attention scores in its compute buffer, each "
                         "sequence's cache padded to 256 cells, not 32 (default off, as in llama.cpp 4227c9be; on "
                         "for a q8_0 or q4_0 --kv-format, which it runs only so)")

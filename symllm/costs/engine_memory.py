@@ -43,11 +43,14 @@ from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["PARTS", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens", "working_set",
+__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens", "working_set",
            "warmup_tokens"]
 
 #: the parts of memory a rule names, in the order they are listed
 PARTS = ("non_torch", "weights", "activation")
+
+#: the values of ``flash_attn`` (llama.cpp's ``-fa``), as :func:`micro_batch` takes them beside a bool
+FLASH_ATTN = ("on", "off")
 
 
 def rule(engine, ubatch=None, flash_attn=None, kv_format=None) -> dict:
@@ -108,7 +111,7 @@ def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None, kv_for
     elif isinstance(flash_attn, bool):
         on = flash_attn
     else:
-        on = choice("flash_attn", flash_attn, ("on", "off")) == "on"
+        on = choice("flash_attn", flash_attn, FLASH_ATTN) == "on"
     if needs and not on:
         raise SymllmError(f"flash_attn: got {flash_attn!r}; {r['name']}'s quantized V cache ({kv_format}) needs "
                           "FlashAttention (-fa)")
