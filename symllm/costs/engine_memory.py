@@ -43,8 +43,8 @@ from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens", "working_set",
-           "warmup_tokens"]
+__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens",
+           "working_set", "warmup_tokens"]
 
 #: the parts of memory a rule names, in the order they are listed
 PARTS = ("non_torch", "weights", "activation")
