@@ -152,7 +152,6 @@ def refusal(f) -> str:
     needs = ", ".join(needs[:-1]) + " or " + needs[-1] if len(needs) > 1 else needs[0]
     card = f"is sm {sm}" if sm else "has no known sm" if gpu == "custom" else "is not a CUDA card"
     every = f" ({', '.join(n for n, _ in holders)})" if not engine else ""
-    where = f"sm {sm}" if sm else "no known sm" if gpu == "custom" else "not CUDA"
     return fitting(f"weight_format: {fmt}{under}{every}: {gpu} {card}; it needs sm {needs}",
                    f"weight_format: {fmt}{under}: {gpu} {card}; needs sm {needs}",
-                   f"weight_format: {fmt}{under}: not on {gpu} ({where}); sm {needs}")
+                   f"weight_format: {fmt}{under}: not on {gpu}; needs sm {needs}")
