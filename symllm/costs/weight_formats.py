@@ -87,8 +87,8 @@ def route(fmt: str | None, engine: str | None, sm: str | None) -> str | None:
 def _route_of(work) -> tuple:
     """``(format, path)``: a workload's weight format as :func:`symllm.costs.formats.check_format` spells it and
     :func:`route` of it, its engine and its card (no format or no card: None)."""
-    if work.weight_format is None:
-        return None, None
+    if not isinstance(work.weight_format, str) or work.weight_format.strip().casefold() not in UNPACKED:
+        return work.weight_format, None  # (no format, or one no engine declares: nothing to look up)
     from symllm.costs import accelerators
     from symllm.costs.formats import check_format
     fmt, card = check_format(work.weight_format), accelerators.of(work)
