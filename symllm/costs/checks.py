@@ -40,6 +40,9 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   vLLM 0.33.0's nvfp4 on 8.x, 9.x, 10.x and 12.x, 10.x only at head width 64, TensorRT-LLM's on 10.x; and
   ``kv_formats_no_mla``: vLLM's nvfp4 on a model that caches an MLA latent, which none of its MLA backends holds);
   without an engine, where no engine that holds the format could (an nvfp4 cache on a T4, an AMD or Apple card);
+* ``weight_format`` on a card its engine runs that format on by no path (its entry's ``weight_formats``:
+  :mod:`symllm.costs.weight_formats`; TensorRT-LLM's and SGLang's NVFP4 below sm 10, TensorRT-LLM's FP8 on Ampere);
+  without an engine, where no engine that declares the format could;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -270,6 +273,11 @@ def _kv_card_line(f) -> str:
     return f"{start}: {f['gpu']} {card}; it needs sm {needs}{width}"
 
 
+def _weights():
+    from symllm.costs import weight_formats  # (the weight formats each engine runs: efficiency.json, on first use)
+    return weight_formats
+
+
 def _layer_split_ok(f):
     return (f["tp"] == 1) | (_engine(f).get("gpu_split") != "layer")
 
@@ -301,6 +309,8 @@ CHECKS = (
     Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
     Check("kv_format", ("kv_format", "kv_dtype", "engine", "gpu", "gpu_sm", "head_dim", "mla"), _kv_card_ok,
           _kv_card_line),
+    Check("weight_format", ("weight_format", "engine", "gpu", "gpu_sm"), lambda f: _weights().runs(f),
+          lambda f: _weights().refusal(f)),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,
@@ -388,7 +398,8 @@ def workload_fields(work) -> dict:
     >>> [(w["kv_format"], w["kv_dtype"]) for w in f]
     [('int8', None), (None, None)]
     """
-    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
+    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype",
+                                         "weight_format")}
     kv = None
     if work.kv_format is not None:
         from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)

@@ -24,7 +24,8 @@ each figure with its source:
   KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype
   int4`` and ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A
   ``--weight-format`` streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured
-  apart.
+  apart, except the weight-only paths :mod:`symllm.costs.weight_formats` declares (Marlin's FP4 and FP8: the
+  ``dequant`` of their bits).
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams at the rate its SMs issue the loads where the card's SMs and clock are
@@ -89,7 +90,7 @@ from fractions import Fraction
 
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
-from symllm.costs import tp_overlap
+from symllm.costs import tp_overlap, weight_formats
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, training_tp_s
 from symllm.costs.dp_traffic import dp_collectives, p2p_s, training_dp_s
@@ -116,15 +117,15 @@ def __getattr__(name):  # ENGINES: read on first use
 
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
-    fp8 and int8 W8A8, bf16's otherwise), on ``card`` (a catalogue name: the measured curve times
-    :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
+    fp8, int8 W8A8 and fp4, unmeasured: efficiency.json ``gemm.fp4``; bf16's otherwise), on ``card`` (a catalogue
+    name: the measured curve times :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
 
     >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
     (0.625, 0.711)
     >>> round(float(gemm("bf16", 16384, "a100-80gb")), 4)
     0.7693
     """
-    table = "fp8" if dtype in ("fp8", "int8") else "bf16"
+    table = "fp8" if dtype in ("fp8", "int8", "fp4") else "bf16"
     return min(Fraction(1), interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
 
 
@@ -318,7 +319,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     host_call = _x(data()["kernel"]["collective_host_s"])  # a torch.distributed call's host time (eager)
     named, rated = card(work), card(work, own_peak=True)  # its memory and fp16; its GEMMs at its own peak
     kind = memory_kind(named) if named is not None else None
-    mem = stream(work.dtype, kind, serve.get("dequant")) * bandwidth  # an engine's own unpacking, where sourced
+    mem = stream(weight_formats.stream_dtype(work), kind, serve.get("dequant")) * bandwidth  # (an engine's own)
     # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
     metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
