@@ -28,7 +28,7 @@ from symllm.arch.layers import Structure, Variant
 from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan", "plan_of",
+__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan",
            "routing_of"]
 
 
@@ -41,20 +41,6 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     0
     """
     return model(structure, causal=causal)
-
-
-def plan_of(tp_plan: str | None) -> dict | None:
-    """transformers' tensor-parallel plan of the family ``tp_plan`` names where it differs from the parts' own
-    splits (:attr:`symllm.arch.families.hf.Family.tp_plan`: a part's name -> its split and every part's under it;
-    ``{}``: none differs, None: transformers has no plan for the family).
-
-    >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
-    ({}, None, {'shared_expert': 'whole'})
-    """
-    if tp_plan is None:
-        return {}
-    from symllm.arch.families.hf import family_of  # (the registry loads every family module)
-    return family_of(tp_plan).tp_plan
 
 
 def routing_of(tp_plan: str | None) -> str | None:
@@ -80,7 +66,8 @@ _PLANNED: dict[tuple, tuple] = {}
 
 
 def hf_plan(tree: Component, tp_plan: str | None) -> Component:
-    """``tree`` with each part that transformers' plan for the family ``tp_plan`` (:func:`plan_of`) splits otherwise
+    """``tree`` with each part that transformers' plan for the family ``tp_plan``
+    (:func:`symllm.arch.families.hf.plan_of`) splits otherwise
     than the part's own split declaring that split for the ``hf`` engine (``Rules.engines``), the parts under a named
     one alike (under a "whole" one, replicated); ``tree`` itself where the plan is the parts' own (one tree per tree
     and plan).
@@ -92,6 +79,7 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     hit = _PLANNED.get((id(tree), tp_plan))
     if hit is not None and hit[0] is tree:
         return hit[1]
+    from symllm.arch.families.hf import plan_of  # (the registry loads every family module)
     plan = plan_of(tp_plan) or {}
     routing = _ROUTING[routing_of(tp_plan)]  # the bytes of a routing weight its experts take (None: β_a)
 

@@ -315,7 +315,8 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                     else "not even batch 1, seq 1")
     engine = ""
     if serving:  # the engine's own answer (count --serve's section below), not this peak's
-        held = serving.get("most_sequences", int(serving["max_concurrency"]))
+        from symllm.costs.serving import most_sequences  # every door's one answer
+        held = most_sequences(serving)
         engine = f"; {serving['engine']}'s KV cache holds {held:,} (serving, below)"
     rows = [("inference peak", human_bytes(t["inference_peak"]), "",
              f"{'fits' if t['fits'] else 'does not fit'} " + (

@@ -20,7 +20,12 @@ keeps whole: gpt-oss's, Nemotron-H's),
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
-what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states; its
+what the whole sequences of it hold; vLLM V1 gives a request one state page beside ``cdiv(max_model_len,
+block_size)`` pages of its attention layers: ``MambaSpec`` and ``FullAttentionSpec.max_memory_usage_bytes``,
+vllm/v1/kv_cache_interface.py, summed by ``get_max_concurrency_for_kv_cache_config``, vllm/v1/core/kv_cache_utils.py;
+vllm-project/vllm 001cabc, read 2026-11-29; the state is read at its own size, not padded to the attention's page),
+its most sequences (:func:`most_sequences`) those whose states it holds, and ``kv_tokens`` the blocks left once
+they hold their states; its
 convolution states in the engine's layout (``conv_state`` in efficiency.json: :func:`conv_cache`), a vLLM engine's
 ``conv_kernel - 1`` columns, one fewer than ``memory.state_cache``'s (transformers' cache:
 :data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`, :func:`conv_column_bytes`),
@@ -307,8 +312,11 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     from its config's every layer (module docstring), a KV cache vLLM does not serve DeepSeek-V4 in, widths its
     kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the engine, and each vLLM option's value
     (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or "mxfp4",
-    :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Every layout is served (one replica of ``tp``
-    tensor ranks and ``pp`` stages, its experts over ``ep`` ranks: module docstring). Returns the workload, the GPU
+    :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default), then what count refuses of the workload on this
+    model and card (:func:`symllm.costs.checks.check_config`, from the config's numbers, no SymPy: a KV cache the
+    engine cannot hold on the card, ranks that split a head), so that a call from Python refuses as the command does.
+    Every layout is served (one replica of ``tp`` tensor ranks and ``pp`` stages, its experts over ``ep`` ranks:
+    module docstring). Returns the workload, the GPU
     and the resolved config.
 
     >>> check("llama3.1-8b", pp=2)
@@ -335,6 +343,9 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
             raise SymllmError(f"engine: DeepSeek-V4's caches are laid out as vLLM's pool; {kv_rule['name']} sizes its "
                               "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
+    from symllm.costs.checks import check_config  # count's refusals of the workload, from the config's numbers
+    from symllm.costs.workloads import with_stated
+    check_config(cfg, with_stated(work, cfg))
     return work, gpu, cfg
 
 
@@ -548,13 +559,17 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
 
 
 def most_sequences(cap: dict) -> int:
-    """The most sequences of the context (``s + n``) that :func:`capacity`'s cache ``cap`` holds, as serving under
-    load (:func:`symllm.costs.traffic.under_load`) and plan's serving rows read it: a cache sized by the context,
-    its ``most_sequences``; vLLM's DeepSeek-V4 groups, their ``requests``; a pool, its whole sequences of tokens.
+    """The most sequences of the context (``s + n``) that :func:`capacity`'s cache ``cap`` holds, as every door reads
+    it (``count --serve``'s line and ``--json``, plan's serving rows, serving under load:
+    :func:`symllm.costs.traffic.under_load`): a cache sized by the context, its ``most_sequences``; vLLM's
+    DeepSeek-V4 groups, their ``requests``; a pool, the whole of its ``max_concurrency`` (its KV bytes over a
+    sequence's: a dense model's whole sequences of tokens, a hybrid's the sequences whose states it holds, each
+    beside its blocks; vLLM's ``MambaSpec.max_memory_usage_bytes``, one state page a request: module docstring).
 
-    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100})
+    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100,
+    ...                 "max_concurrency": Fraction(504_896, 1100)})
     458
     """
     if cap["kv_sized_by"] == "context":
         return cap["most_sequences"]
-    return cap["requests"] if "requests" in cap else cap["kv_tokens"] // cap["context"]
+    return cap["requests"] if "requests" in cap else floor(cap["max_concurrency"])

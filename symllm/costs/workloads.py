@@ -592,7 +592,7 @@ def with_stated(work: Workload, config) -> Workload:
         work = work.replace(kv_dtype=kv)
     family = getattr(config, "tp_plan", None)
     if family is not None and layout_engine(work.engine) == "hf" and "expert_tp" in work.derived:
-        from symllm.arch.specs import plan_of  # the workload names what the layout holds (symllm.arch.specs.hf_plan
+        from symllm.arch.families.hf import plan_of  # the workload names what the layout holds (arch.specs.hf_plan
         experts = (plan_of(family) or {}).get("experts")  # keeps them so on every path; symllm.costs.checks refuses
         if experts is not None:                           # another given)
             work = work.replace(expert_tp=experts)
