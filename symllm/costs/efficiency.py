@@ -512,15 +512,14 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention
     # pairs only, its dense blocks all (tp_overlap.blocks)
     asked = tp_overlap.overlapping(work)
-    mixers = parts.get("mixers", ())
-    spec = tp_overlap.in_model(asked, bool(experts), mixers) if widths else None
+    groups = tp_overlap.blocks(asked, mixers=parts.get("mixers", ()), layers=layers,
+                               moe_layers=moe_layers if experts else 0) if widths else []
     if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
-        out["tp_overlap"] = tp_overlap.scope(asked, spec)
-    if spec and tp_s:
+        out["tp_overlap"] = tp_overlap.scope(asked, groups)
+    if groups and tp_s:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.model_saved_s(
-            asked, mixers=mixers, layers=layers, moe_layers=moe_layers if experts else 0, d_ff=parts["d_ff"],
-            d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
+            groups, d_ff=parts["d_ff"], d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
             q=parts["n_h"] * parts.get("d_hv", parts["head_dim"]), kv=parts["n_kv"] * parts["head_dim"],
             beta_a=parts["beta_a"], tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped,
             chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated, latent=tp_overlap.latent_widths(parts))
