@@ -512,9 +512,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
     widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))  # a block's (tp_overlap reads them)
-    dense = not experts and widths
-    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense:
-    # comm's tp counts them at one byte, parallel.comm)
+    # the blocks' all-gathers an engine runs in float8, as comm's tp counts them at one byte (a dense model's)
+    fp8 = tp_overlap.fp8_in_model(tp_overlap.fp8_gathers(work), bool(experts))
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention

@@ -49,8 +49,7 @@ from symllm.errors import SymllmError
 
 __all__ = ["PAIRS", "ATTENTION", "LATENT", "OTHER_MIXERS", "declared", "in_model", "blocks", "scope", "check",
            "overlapping", "pairs", "linear_flops", "latent_widths", "margins", "exposed_s", "copies_bytes", "saved_s",
-           "model_saved_s",
-           "fp8_gathers"]
+           "model_saved_s", "fp8_gathers", "fp8_in_model"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -337,8 +336,10 @@ def model_saved_s(groups: list, *, d_ff, d_fd=None, **shape) -> Fraction:
 
 def fp8_gathers(work) -> tuple:
     """The pairs (:data:`PAIRS`) whose block all-gathers the workload ``work``'s training engine runs in float8
-    (``fp8_tp_all_gathers``: torchao's float8 tensor parallelism under torchtitan casts before it gathers) where
-    ``--compute-dtype fp8`` runs over more than one tensor rank under ``--sp``; else none.
+    (``fp8_tp_all_gathers``: torchao's float8 tensor parallelism under torchtitan casts before it gathers) where its
+    GEMMs run ``--compute-dtype fp8``; else none. They move where the blocks' all-gathers do (under ``--sp`` over
+    more than one rank: their count, :func:`symllm.costs.collectives.training_tp_bytes`, and :func:`overlapping`
+    gate that) and in a dense model only (:func:`fp8_in_model`).
 
     >>> from symllm.costs.workloads import Workload
     >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan", compute_dtype="fp8"))
@@ -348,6 +349,17 @@ def fp8_gathers(work) -> tuple:
     >>> fp8_gathers(Workload(tp=8, sp=True, compute_dtype="fp8"))     # the default training engine's: none
     ()
     """
-    if getattr(work, "matmul_dtype", None) != "fp8" or not work.sp or work.tp < 2:  # the dtype the GEMMs run in
+    if getattr(work, "matmul_dtype", None) != "fp8":  # the dtype the GEMMs run in
         return ()
     return tuple(engine_for(getattr(work, "engine", None), "training").get("fp8_tp_all_gathers", ()))
+
+
+def fp8_in_model(gathers: tuple, experts: bool) -> tuple:
+    """The float8 all-gathers ``gathers`` (:func:`fp8_gathers`) as they hold in a model: a dense model's; none in a
+    mixture of experts (``experts``), whose gathers stay ``β_a`` wide (torchtitan's float8 tensor parallelism is read
+    for dense blocks only). What ``comm.tp`` counts (:func:`symllm.costs.parallel.comm`) and the overlap times alike.
+
+    >>> fp8_in_model(("qkv_fprop", "proj_dgrad"), False), fp8_in_model(("qkv_fprop", "proj_dgrad"), True)
+    (('qkv_fprop', 'proj_dgrad'), ())
+    """
+    return () if experts else tuple(gathers)
