@@ -43,6 +43,14 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     return model(structure, causal=causal)
 
 
+def _family(tp_plan: str | None):
+    """The family ``tp_plan`` names in the registry (:func:`symllm.arch.families.hf.family_of`), None for none."""
+    if tp_plan is None:
+        return None
+    from symllm.arch.families.hf import family_of  # (the registry loads every family module)
+    return family_of(tp_plan)
+
+
 def plan_of(tp_plan: str | None) -> dict | None:
     """transformers' tensor-parallel plan of the family ``tp_plan`` names where it differs from the parts' own
     splits (:attr:`symllm.arch.families.hf.Family.tp_plan`: a part's name -> its split and every part's under it;
@@ -51,10 +59,8 @@ def plan_of(tp_plan: str | None) -> dict | None:
     >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
     ({}, None, {'shared_expert': 'whole'})
     """
-    if tp_plan is None:
-        return {}
-    from symllm.arch.families.hf import family_of  # (the registry loads every family module)
-    return family_of(tp_plan).tp_plan
+    family = _family(tp_plan)
+    return {} if family is None else family.tp_plan
 
 
 def routing_of(tp_plan: str | None) -> str | None:
@@ -64,10 +70,8 @@ def routing_of(tp_plan: str | None) -> str | None:
     >>> routing_of("deepseek_v3"), routing_of("llama4_text"), routing_of("qwen3_moe"), routing_of(None)
     ('fp32', 'none', None, None)
     """
-    if tp_plan is None:
-        return None
-    from symllm.arch.families.hf import family_of
-    return family_of(tp_plan).routing_weights
+    family = _family(tp_plan)
+    return None if family is None else family.routing_weights
 
 
 #: a family's routing weights' dtype (:func:`routing_of`) -> the bytes of one (:attr:`Rules.routing`; None: β_a)
