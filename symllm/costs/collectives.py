@@ -279,10 +279,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     import sympy as sp
 
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    kinds = {"weight_grads": "all_reduce"}  # a replicated weight's gradient: one all-reduce each
 
-    def total(kind: str) -> sp.Expr:
-        return sum((n for (k, *_), n in sized.items() if kinds.get(k, k) == kind), sp.S.Zero)
+    def total(kind: str) -> sp.Expr:  # a replicated weight's gradient among the all-reduces (_REDUCED)
+        return sum((n for (k, *_), n in sized.items() if _REDUCED.get(k, k) == kind), sp.S.Zero)
     whole = gathered(stage, recompute, seq, columns)
     return {**{k: total(k) for k in ("all_reduce", "all_gather", "reduce_scatter")}, "loss": LOSS_STATISTICS * heads,
             "gathered": whole["training_gathers"], "gathered_grads": whole["training_reduces"],
@@ -293,6 +292,12 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 #: :data:`symllm.costs.tp_overlap.PAIRS` names them), by the sublayer whose linears they feed: a column group's forward
 #: all-gather of its input (``_fprop``) and a row split's backward one of its output gradient (``_dgrad``)
 FLOAT8_GATHERS = {"attention": ("qkv_fprop", "proj_dgrad"), "feed_forward": ("fc1_fprop", "fc2_dgrad")}
+
+
+#: the kinds :func:`_sized` counts that are all-reduces (each sends twice a gather's share: :func:`training_tp_bytes`),
+#: by the count :func:`training_collectives` gives each under: a replicated weight's gradient among the all-reduces,
+#: the routing weights' gradients on their own
+_REDUCED = {"all_reduce": "all_reduce", "weight_grads": "all_reduce", "routing": "routing"}
 
 
 def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
@@ -437,11 +442,10 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.costs.rings import ring
 
     sized, heads = _sized(stage, seq, recompute, experts, columns, float8)
-    reduced = ("all_reduce", "routing", "weight_grads")  # an all-reduce sends twice a gather's share
 
     def sent(kind: str, width, size):  # one collective's share: a weight's gradient has no rows
         return ring(size * width, S.N_t) if kind == "weight_grads" else row_bytes(width, size)
-    return (sum(((1 + (kind in reduced)) * n * sent(kind, width, size) for (kind, width, size), n in sized.items()),
+    return (sum(((1 + (kind in _REDUCED)) * n * sent(kind, width, size) for (kind, width, size), n in sized.items()),
                 sp.S.Zero)
             + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
             + gathered(stage, recompute, seq, columns)["training_bytes"])
