@@ -17,7 +17,7 @@ from fractions import Fraction
 from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered", "repeated",
            "step_collectives", "row_bytes", "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape",
            "training_collectives", "FLOAT8_GATHERS", "training_calls", "busiest_calls", "training_tp_bytes",
            "link_kind", "collective",
@@ -183,10 +183,26 @@ def _vocabulary_parts(stage, heads: tuple = ()) -> tuple:
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
-    def count(comp, weight: str, split) -> sp.Expr:
-        own = 1 if comp.rules.weight == weight and split(comp) else 0
-        return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in (*COLUMNS, *heads))
+    def count(weight: str, split) -> sp.Expr:
+        return sum((times for c, times in repeated(stage, weight) if split(c)), sp.S.Zero)
+    return count("embedding", summed), count("head", lambda c: c.rules.split in (*COLUMNS, *heads))
+
+
+def repeated(stage, weight: str):
+    """Each part of ``stage`` (itself included) whose weight is ``weight`` (``"embedding"``, ``"head"``:
+    :attr:`~symllm.arch.components.Rules.weight`), with the times it runs there: its own repeat and those above it.
+    What :func:`_vocabulary_parts` counts and :func:`symllm.costs.loss_memory.logits_memory` walks.
+
+    >>> from symllm.arch.components import model
+    >>> [(c.name, n) for c, n in repeated(model(), "head")]
+    [('lm_head', 1)]
+    """
+    def walk(comp, times):
+        if comp.rules.weight == weight:
+            yield comp, times
+        for c in comp.children:
+            yield from walk(c, times * c.repeat)
+    return walk(stage, stage.repeat)
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
