@@ -240,24 +240,31 @@ def train_factor(factor, d=None, ridge=None) -> Fraction:
     return 1 / (1 + x)
 
 
-def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None) -> Fraction:
+def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None, *, train=None, capped=None,
+                tiled=None) -> Fraction:
     """The fraction of the large-GEMM rate (:func:`gemm` at 16,384 rows) a training step's GEMMs keep, what
     :func:`expected` divides a step's GEMM FLOPs by: the workload's training engine's ``train_factor``, read on the
     step less its attention core (``attention_tiles.train_basis``), at width ``d`` on the card's ridge (its
     ``bf16_peak``, else ``peak``, over ``bandwidth``: :func:`train_factor`); under a power limit the GEMMs' share of
     the step slows, the rest (memory-bound passes) does not: ``1 / (1/capped + 1/factor - 1)``
-    (:func:`symllm.costs.power.power_fraction`).
+    (:func:`symllm.costs.power.power_fraction`). ``train`` (the training engine's entry), ``capped`` (the power
+    fraction) and ``tiled`` (efficiency.json holds ``attention_tiles``): the workload's, given where the caller
+    holds them (:func:`expected`), else read here.
 
     >>> from symllm.costs.workloads import Workload
     >>> step_factor(Workload(gpu="h100-sxm"), 4096), round(float(step_factor(Workload(gpu="h100-sxm", power_cap=500),
     ...                                                                      4096)), 4)
     (Fraction(1929, 2500), 0.724)
     """
-    train = engine_for(getattr(work, "engine", None), "training")
-    basis = _x(data()["attention_tiles"]["train_basis"]) if "attention_tiles" in data() else 1
+    if train is None:
+        train = engine_for(getattr(work, "engine", None), "training")
+    if capped is None:
+        capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
+    if tiled is None:
+        tiled = "attention_tiles" in data()
+    basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
     factor = train_factor(_x(train["train_factor"]) * basis, d,
                           Fraction(bf16_peak or peak) / bandwidth if bandwidth else None)
-    capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
     return 1 / (1 / capped + 1 / factor - 1)
 
 
@@ -438,7 +445,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
     # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
     # (d: where the model states a width; bf16_peak: None where no card's bf16 peak is known, the compute dtype's)
-    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth)
+    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth, train=train, capped=capped,
+                         tiled=tiled)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
     # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
     removed = (Fraction(parts["training_core_flops"])
@@ -505,23 +513,21 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
     widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))  # a block's (tp_overlap reads them)
-    dense = not experts and widths
-    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense:
-    # comm's tp counts them at one byte, parallel.comm)
+    # the blocks' all-gathers an engine runs in float8, as comm's tp counts them at one byte (a dense model's)
+    fp8 = tp_overlap.fp8_in_model(tp_overlap.fp8_gathers(work), bool(experts))
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention
     # pairs only, its dense blocks all (tp_overlap.blocks)
     asked = tp_overlap.overlapping(work)
-    mixers = parts.get("mixers", ())
-    spec = tp_overlap.in_model(asked, bool(experts), mixers) if widths else None
+    groups = tp_overlap.blocks(asked, mixers=parts.get("mixers", ()), layers=layers,
+                               moe_layers=moe_layers if experts else 0) if widths else []
     if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
-        out["tp_overlap"] = tp_overlap.scope(asked, spec)
-    if spec and tp_s:
+        out["tp_overlap"] = tp_overlap.scope(asked, groups)
+    if groups and tp_s:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.model_saved_s(
-            asked, mixers=mixers, layers=layers, moe_layers=moe_layers if experts else 0, d_ff=parts["d_ff"],
-            d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
+            groups, d_ff=parts["d_ff"], d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
             q=parts["n_h"] * parts.get("d_hv", parts["head_dim"]), kv=parts["n_kv"] * parts["head_dim"],
             beta_a=parts["beta_a"], tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped,
             chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated, latent=tp_overlap.latent_widths(parts))
