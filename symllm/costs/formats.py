@@ -95,7 +95,7 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import ATTN_V_LIKE, FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
+from symllm.costs.ggml import ATTN_V_LIKE, FILE_TYPES, GGML_TYPES, fallback, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
@@ -241,18 +241,21 @@ def _own(comp, path, count, layer, values) -> list[dict]:
                                                              rows=1, ndim=1)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
+        biases, parts = 0, None
         for width in (S.d, S.d_lm):  # Nemotron-H's ungated relu2 experts: up and down only, of d or latent d_lm
             if (comp.params - 2 * width * S.d_ff * S.n_e).expand() == 0:
                 w = _int(width, values)
-                return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
-                        for p, r, o in (("up", w, d_ff), ("down", d_ff, w))]
-        biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
-        if biases not in (0, (2 * d_ff + d) * n_e):
-            raise SymllmError(f"weight_format: the routed experts ({path}) are neither SwiGLU (3·d·d_ff each) nor "
-                              "relu2 (2·d·d_ff each): no per-tensor layout for them")
+                parts = (("up", w, d_ff), ("down", d_ff, w))
+                break
+        if parts is None:
+            biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
+            if biases not in (0, (2 * d_ff + d) * n_e):
+                raise SymllmError(f"weight_format: the routed experts ({path}) are neither SwiGLU (3·d·d_ff each) nor "
+                                  "relu2 (2·d·d_ff each): no per-tensor layout for them")
+            parts = (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))
         # each marked with the experts' own path (``experts``): a checkpoint may store them fused, per layer
         out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
-               for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+               for p, r, o in parts]
         return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1,
                            experts=path) for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
     return [dict(base, row=n, rows=1, ndim=1)]
@@ -368,7 +371,7 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes (a file type: weight_bytes)")
 
 
-def _gguf_name(t: dict, i: int | None) -> str:
+def _gguf_name(t: dict) -> str:
     parts = t["path"].split("/")
     leaf = parts[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
@@ -377,8 +380,7 @@ def _gguf_name(t: dict, i: int | None) -> str:
     if not own:
         raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (symllm names llama-like models, "
                           "MPT and Nemotron-H: docs/formats.md)")
-    name = f"{own}.{suffix}"
-    return f"blk.{i}.{name}" if i is not None else name
+    return f"{own}.{suffix}"
 
 
 def gguf_tensors(config) -> list[dict]:
@@ -403,8 +405,9 @@ def gguf_tensors(config) -> list[dict]:
         blocks = t["positions"] if t["positions"] and len(t["positions"]) == copies else \
             range(t["layer"], t["layer"] + copies) if t["layer"] is not None else [None]
         for i in blocks:  # a hybrid's layers by their index in the model (GGUF's blk.N is HF's layers.N)
-            out.append(dict(name=_gguf_name(t, i), shape=list(shape), row=t["row"], elements=prod(shape), layer=i,
-                            kind=t["kind"], ndim=t["ndim"]))
+            stem = _gguf_name(t)
+            out.append(dict(name=stem if i is None else f"blk.{i}.{stem}", stem=stem, shape=list(shape), row=t["row"],
+                            elements=prod(shape), layer=i, kind=t["kind"], ndim=t["ndim"]))
     return out
 
 
@@ -426,12 +429,11 @@ def _counters(gts: list[dict], n_expert: int, n_layers: int) -> dict[str, tuple[
     counts the ``ffn_down`` tensors (``i_ffn_down``) of the number of blocks; with experts (``n_expert > 1``) the
     block index is read from the name (``layer_info``), so nothing is listed."""
     out = {}
-    v = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
-               and t["name"].split(".", 2)[-1] in ATTN_V_LIKE)
+    v = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None and t["stem"] in ATTN_V_LIKE)
     out.update({name: (k, len(v)) for k, (_, name) in enumerate(v)})
     if n_expert <= 1:
         down = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
-                      and t["name"].split(".", 2)[-1].startswith("ffn_down") and t["name"].endswith(".weight"))
+                      and t["stem"].startswith("ffn_down") and t["stem"].endswith(".weight"))
         out.update({name: (k, n_layers) for k, (_, name) in enumerate(down)})
     return out
 
@@ -469,11 +471,10 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
                 kind = "F32"  # norms, biases, the router (convert_hf_to_gguf and llama-quantize keep them F32)
             elif pure is not None:
-                kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
+                kind = fallback(pure, t["row"])  # --pure still falls back (llama_tensor_get_type)
             else:
-                own = name.split(".", 2)[-1] if i is not None else name
                 at, of = place.get(name, (i, n_layers))
-                kind = file_type_choice(fmt, own, t["row"], at, of, has_output=has_output, is_70b=is_70b,
+                kind = file_type_choice(fmt, t["stem"], t["row"], at, of, has_output=has_output, is_70b=is_70b,
                                         n_expert=n_expert)
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
