@@ -371,43 +371,75 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes (a file type: weight_bytes)")
 
 
-def _gguf_name(t: dict) -> str:
-    parts = t["path"].split("/")
-    leaf = parts[-1]
+def _gguf_name(t: dict, post_attention: bool) -> str:
+    """A tensor's GGUF name, ``blk.N.`` left off: its component's (``Rules.gguf``; the routed experts'
+    :data:`GGUF_EXPERTS`), ``.weight`` or ``.bias``; the norm before the feed-forward is ``post_attention_norm``
+    where ``post_attention`` (:func:`gguf_tensors`)."""
+    leaf = t["path"].split("/")[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
-    own = GGUF_EXPERTS.get(leaf) if t["kind"] == "experts" else t["gguf"]  # a component's own (Rules.gguf)
+    own = GGUF_EXPERTS.get(leaf, leaf) if t.get("experts") else t["gguf"]  # a component's own (Rules.gguf)
     if not own:
         raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (symllm names llama-like models, "
-                          "MPT and Nemotron-H: docs/formats.md)")
+                          "MPT, Phi-3, DeepSeek-V2/V3, gpt-oss, Qwen2-MoE, Qwen3-Next, Qwen3.5 and Nemotron-H: "
+                          "docs/formats.md)")
+    own = "post_attention_norm" if post_attention and own == "ffn_norm" else own
     return f"{own}.{suffix}"
+
+
+def _stored(t: dict, stem: str, shape: list[int], values) -> list[tuple[str, list[int]]]:
+    """(name, ``ne``) of each GGUF tensor llama.cpp's converter (convert_hf_to_gguf) writes for tensor ``t`` of
+    :func:`tensors`: one, but for gpt-oss's experts' gate_up bias (``ffn_gate_exps.bias`` and ``ffn_up_exps.bias``,
+    ``d_ff`` each), MLA's ``kv_b_proj`` (split per head into ``attn_k_b``, transposed, ``ne = (d_hn, r_kv, n_h)``,
+    and ``attn_v_b``, ``(r_kv, d_hv, n_h)``: DeepseekV2Model.modify_tensors), parameters bare on one module (the
+    Gated DeltaNet's ``A_log`` and ``dt_bias``: ``ssm_a`` and ``ssm_dt.bias``, one name each in ``Rules.gguf``,
+    equal shares) and Qwen2-MoE's ``shared_expert_gate`` (``d -> 1``: ``ffn_gate_inp_shexp``, a vector of ``ne = (d,)``
+    as llama.cpp's loader reads it, F32)."""
+    if stem == "gate_up.bias":
+        half = [shape[0] // 2, *shape[1:]]
+        return [("ffn_gate_exps.bias", half), ("ffn_up_exps.bias", list(half))]
+    if stem == "attn_kv_b.weight":
+        n_h, d_hn, d_hv, r_kv = (_int(x, values) for x in (S.n_h, S.d_hn, S.d_hv, S.r_kv))
+        return [("attn_k_b.weight", [d_hn, r_kv, n_h]), ("attn_v_b.weight", [r_kv, d_hv, n_h])]
+    names = stem.removesuffix(".weight").split()
+    if len(names) > 1:
+        return [(n if n.endswith(".bias") else f"{n}.weight", [shape[0] // len(names)]) for n in names]
+    return [(stem, shape[:1] if stem == "ffn_gate_inp_shexp.weight" else shape)]
 
 
 def gguf_tensors(config) -> list[dict]:
     """The tensors of a config's model as a GGUF file stores them, in model order: ``name``
-    (``blk.3.attn_v.weight``), ``shape`` (``ne``, the row first), ``row``, ``elements``, ``layer`` (or None)
-    and ``kind`` (:func:`tensors`); the routed experts one 3-D tensor per layer (:data:`GGUF_EXPERTS`).
+    (``blk.3.attn_v.weight``), ``stem`` (the name without ``blk.N.``), ``shape`` (``ne``, the row first), ``row``,
+    ``elements``, ``layer`` (or None) and ``kind`` (:func:`tensors`); the routed experts one 3-D tensor per layer
+    (:data:`GGUF_EXPERTS`), tensors the converter splits split (:func:`_stored`). The norm before the feed-forward
+    is ``post_attention_norm`` (gguf-py's MODEL_TENSORS list no ``ffn_norm``) in gpt-oss (attention sinks),
+    Qwen3-Next and Qwen3.5 (Gated DeltaNet layers) and GLM-4.5 (shared experts without MLA), ``ffn_norm`` elsewhere.
 
     >>> [(t["name"], t["shape"]) for t in gguf_tensors("mixtral-8x7b") if t["name"].startswith("blk.0.ffn_")][1:3]
     [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
+    >>> [(t["name"], t["shape"]) for t in gguf_tensors("deepseek-v2-lite") if t["layer"] == 0][4:6]
+    [('blk.0.attn_k_b.weight', [128, 512, 16]), ('blk.0.attn_v_b.weight', [512, 128, 16])]
     """
     spec = spec_for(config)
-    if spec.config.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
+    cfg = spec.config
+    if cfg.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
         raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
-    n_e = spec.config.n_experts or 1
+    post_attention = bool(cfg.attention_sinks or cfg.linear_key_heads
+                          or (cfg.n_shared_experts and not cfg.kv_lora_rank))
+    n_e, values = cfg.n_experts or 1, spec.values()
     out = []
     for t in tensors(spec):
-        experts = t["kind"] == "experts"
+        experts = bool(t.get("experts"))  # a routed expert's matrix or bias: one tensor a layer
         copies = t["count"] // n_e if experts else t["count"]
         shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
         if experts:
             shape.append(n_e)
         blocks = t["positions"] if t["positions"] and len(t["positions"]) == copies else \
             range(t["layer"], t["layer"] + copies) if t["layer"] is not None else [None]
+        stored = _stored(t, _gguf_name(t, post_attention), shape, values)
         for i in blocks:  # a hybrid's layers by their index in the model (GGUF's blk.N is HF's layers.N)
-            stem = _gguf_name(t)
-            out.append(dict(name=stem if i is None else f"blk.{i}.{stem}", stem=stem, shape=list(shape), row=t["row"],
-                            elements=prod(shape), layer=i, kind=t["kind"], ndim=t["ndim"]))
+            out.extend(dict(name=stem if i is None else f"blk.{i}.{stem}", stem=stem, shape=list(ne), row=ne[0],
+                            elements=prod(ne), layer=i, kind=t["kind"], ndim=min(len(ne), 2)) for stem, ne in stored)
     return out
 
 
