@@ -385,3 +385,75 @@ def test_derive_warns_weight_format_ignored(cli):
     """derive's quantities do not use the weight format: it says so on stderr."""
     r = cli(["derive", "--component", "attention", "--quantity", "flops", "--weight-format", "Q4_K_M"])
     assert r.code == 0 and "--weight-format does not apply" in r.err
+
+
+_TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2)
+_TINY_MLA = dict(_TINY, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
+                 qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2,
+                 n_shared_experts=2, first_k_dense_replace=1, n_group=1, topk_group=1)
+_DELTANET = dict(head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=4,
+                 linear_value_head_dim=6, linear_conv_kernel_dim=3, layer_types=["linear_attention", "full_attention"])
+_EXPERTS = dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=8, shared_expert_intermediate_size=12)
+#: transformers' class, its config's class, the config and gguf-py's architecture, for each architecture symllm names
+#: in GGUF since issue 40
+GGUF_NAMED = {
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(_TINY, pad_token_id=0, bos_token_id=0, eos_token_id=0), "PHI3"),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config", dict(_TINY_MLA, topk_method="greedy"), "DEEPSEEK2"),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config", dict(_TINY_MLA, q_lora_rank=8), "DEEPSEEK2"),
+    "gpt_oss": ("GptOssForCausalLM", "GptOssConfig", dict(_TINY, num_local_experts=4, num_experts_per_tok=2, head_dim=8,
+                sliding_window=4, layer_types=["sliding_attention", "full_attention"]), "GPT_OSS"),
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", dict(_TINY, num_experts=4, num_experts_per_tok=2,
+                  moe_intermediate_size=16, shared_expert_intermediate_size=24), "QWEN2MOE"),
+    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(_TINY, **_DELTANET, **_EXPERTS), "QWEN3NEXT"),
+    "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(_TINY, **_DELTANET), "QWEN35"),
+    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(_TINY, **_DELTANET, **_EXPERTS), "QWEN35MOE"),
+    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig", dict(_TINY, n_routed_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=8, n_shared_experts=1, first_k_dense_replace=1, head_dim=8,
+                 num_nextn_predict_layers=0), "GLM4_MOE"),
+}
+
+
+def _converted(hf: str) -> list[str]:
+    """The HF names llama.cpp's converter (convert_hf_to_gguf / conversion/*.py) maps for one of transformers'
+    parameters: MLA's kv_b_proj split in k_b_proj and v_b_proj (DeepseekV2Model.modify_tensors), the Gated DeltaNet's
+    dt_bias renamed dt_proj.bias, transformers' fused experts' gate_up_proj (and gpt-oss's gate_up_proj_bias) stored
+    as gate and up apart, the routed experts merged per layer."""
+    if hf.endswith("kv_b_proj.weight"):
+        return [hf.replace("kv_b_proj", "k_b_proj"), hf.replace("kv_b_proj", "v_b_proj")]
+    if hf.endswith("dt_bias"):
+        return [hf.replace("dt_bias", "dt_proj.bias")]
+    if ".experts.gate_up_proj" in hf:
+        return [hf.replace("gate_up_proj", "gate_proj"), hf.replace("gate_up_proj", "up_proj")]
+    return [hf]
+
+
+@pytest.mark.parametrize("family", GGUF_NAMED)
+def test_gguf_names_are_gguf_py_names(family):
+    """Each architecture's GGUF tensor names are gguf-py's (the ``gguf`` package, 0.19.0): transformers' model (meta
+    device) has its parameters named by gguf-py's TensorNameMap of the architecture, after the converter's renames
+    (_converted); every such name is in gguf-py's MODEL_TENSORS for it, and symllm's names are exactly these.
+    DeepSeek-V3's and GLM-4.5's router e_score_correction_bias (``exp_probs_b``) is a buffer transformers saves, not
+    a parameter: symllm counts parameters, so it is left out of both sides."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, arch = GGUF_NAMED[family]
+    config = getattr(transformers, config_cls)(**kw)
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    arch = getattr(gguf.MODEL_ARCH, arch)
+    names = gguf.get_tensor_name_map(arch, config.num_hidden_layers)
+    allowed = {gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[arch]}
+    expected = set()
+    for hf in model.state_dict():
+        if (hf == "lm_head.weight" and config.tie_word_embeddings) or hf.endswith("e_score_correction_bias"):
+            continue
+        for name in _converted(hf):
+            gg = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            if gg is None and name.endswith("_bias"):  # gpt-oss's experts' biases: gate_up_proj_bias, down_proj_bias
+                gg = names.get_name(name.removesuffix("_bias")) + ".bias"
+            gg = gg if gg.endswith((".weight", ".bias")) else f"{gg}.weight"
+            assert gg.rsplit(".", 1)[0].replace(".0.", ".{bid}.").replace(".1.", ".{bid}.") in allowed, gg
+            expected.add(gg)
+    raw = dict(config.to_dict(), architectures=[cls])
+    assert {t["name"] for t in F.gguf_tensors(from_dict(raw))} == expected

@@ -456,8 +456,8 @@ def gguf_types_modelled(fmt: str) -> bool:
 def _counters(gts: list[dict], n_expert: int, n_layers: int) -> dict[str, tuple[int, int]]:
     """GGUF tensor name -> (the position, the count) llama.cpp's file-type rule reads for it, where that is not
     (its block, the number of blocks): ``attn_v`` counts the ``attn_v`` tensors in block order
-    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only; with ``attn_qkv`` and
-    ``attn_kv_b``, :data:`~symllm.costs.ggml.ATTN_V_LIKE`); a dense model's ``ffn_down``
+    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only; with ``attn_qkv``,
+    :data:`~symllm.costs.ggml.ATTN_V_LIKE`); a dense model's ``ffn_down``
     counts the ``ffn_down`` tensors (``i_ffn_down``) of the number of blocks; with experts (``n_expert > 1``) the
     block index is read from the name (``layer_info``), so nothing is listed."""
     out = {}

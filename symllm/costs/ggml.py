@@ -78,9 +78,11 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     return n // block * size
 
 
-#: the tensors llama.cpp's quantizer treats as ``attn_v`` (``category_is_attn_v``: MPT's and Phi-3's fused
-#: ``attn_qkv``, MLA's ``attn_kv_b``), counted together (``n_attention_wv``)
-ATTN_V_LIKE = ("attn_v.weight", "attn_qkv.weight", "attn_kv_b.weight")
+#: the tensors llama.cpp's quantizer treats as ``attn_v`` (``category_is_attn_v``, src/llama-quant.cpp 154-158 at
+#: 007dbbf3: MPT's, Phi-3's and Qwen3.5's Gated DeltaNet's ``attn_qkv``), counted together (``n_attention_wv``); its
+#: third, MLA's ``attn_kv_b``, is never written (llama.cpp's converter stores ``kv_b_proj`` as ``attn_k_b`` and
+#: ``attn_v_b``, neither of them attn_v-like: :func:`symllm.costs.formats.gguf_tensors`)
+ATTN_V_LIKE = ("attn_v.weight", "attn_qkv.weight")
 
 
 def _use_more_bits(i: int, n: int) -> bool:
@@ -91,8 +93,8 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
                      has_output: bool = True, is_70b: bool = False, n_expert: int = 0) -> str:
     """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
     ``blk.{layer}.`` stripped) in the file type ``ftype`` (:mod:`symllm.costs.formats`' docstring).
-    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v`` (and ``attn_qkv``,
-    ``attn_kv_b``), the tensor's place among the model's such tensors and their number (``i_attention_wv``,
+    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v`` (and ``attn_qkv``:
+    :data:`ATTN_V_LIKE`), the tensor's place among the model's such tensors and their number (``i_attention_wv``,
     ``n_attention_wv``); for the
     ``ffn_down`` tensors the block index and the number of blocks. ``n_expert`` is the GGUF's
     ``expert_count`` (0 dense): with exactly 8 (Mixtral), ``attn_v`` and ``attn_k`` are Q8_0 and, in Q4_K_S and
