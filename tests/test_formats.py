@@ -457,3 +457,71 @@ def test_gguf_names_are_gguf_py_names(family):
             expected.add(gg)
     raw = dict(config.to_dict(), architectures=[cls])
     assert {t["name"] for t in F.gguf_tensors(from_dict(raw))} == expected
+
+
+#: Q4_K_M bytes of the tiny models of GGUF_NAMED, by hand from llama_tensor_get_type (src/llama-quant.cpp at
+#: llama.cpp 007dbbf3): every row is 32 long or shorter, so no Q4_K block (256) fits: the base type falls back to
+#: Q5_0 (22 bytes a 32) and Q6_K to Q8_0 (34 a 32) where rows are multiples of 32, both to F16 where not (rows of 48,
+#: 24, 16, 8, 6, 4: tensor_type_fallback); output.weight Q8_0 (its rows hold no Q4_K block); norms, biases, routers,
+#: sinks, conv and decay vectors F32; with 2 layers use_more_bits(i, 2) picks i = 1 only (i >= 7·2/8)
+_Q5, _Q8, _F16, _F32 = (lambda n: n // 32 * 22), (lambda n: n // 32 * 34), (lambda n: 2 * n), (lambda n: 4 * n)
+_ENDS = _Q5(64 * 32) + _Q8(64 * 32) + _F32(32)  # token_embd (vocab 64 × d 32), output, output_norm
+TINY_Q4_K_M = {
+    # attn_qkv (32 → 4·8 + 2·2·8 = 64 rows) is attn_v-like: Q5_0 in layer 0, Q8_0 in layer 1; attn_output 32 × 32;
+    # the fused ffn_up 32 → 2·48; ffn_down rows of 48: F16; two norms a layer
+    "phi3": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _Q5(32 * 96) + _F16(48 * 32)) + _Q5(2048) + _Q8(2048),
+    # MLA (n_h 4, r_kv 6, d_hr 4, d_hn 4, d_hv 2): attn_q 32 → 4·8, attn_kv_a_mqa 32 → 10, its norm 6, attn_k_b
+    # (4, 6, 4) and attn_v_b (6, 2, 4) F16 (rows of 4 and 6), attn_output rows of 4·2 = 8: F16; layer 0 dense
+    # (gate and up 32 → 48, down F16), layer 1: router 32 → 4 (F32), 4 experts of 8 (down rows of 8: F16) and 2
+    # shared ones (16 wide: down rows of 16, F16)
+    "deepseek_v2": _ENDS + 2 * (_F32(32) + _Q5(32 * 32) + _Q5(32 * 10) + _F32(6) + _F16(4 * 6 * 4) + _F16(6 * 2 * 4)
+                                + _F16(8 * 32) + _F32(32))
+    + 2 * _Q5(32 * 48) + _F16(48 * 32)
+    + _F32(32 * 4) + 2 * _Q5(32 * 8 * 4) + _F16(8 * 32 * 4) + 2 * _Q5(32 * 16) + _F16(16 * 32),
+    # layer 0 Gated DeltaNet (2 key heads of 4, 4 value heads of 6, kernel 3): attn_qkv 32 → 2·2·4 + 4·6 = 40, the
+    # first of n_attention_wv = 2 (with layer 1's attn_v): Q5_0; attn_gate 32 → 24, ssm_beta and ssm_alpha 32 → 4,
+    # ssm_conv1d 40·3, ssm_a and ssm_dt.bias 4 each, ssm_norm 6, ssm_out rows of 24: F16; layer 1 attention: attn_q
+    # 32 → 2·4·8 (query and gate), attn_k 32 → 16, attn_v the second attn_v-like: Q8_0, attn_output, q/k norms 8;
+    # each layer two norms and gate/up/down 32 ↔ 48
+    "qwen3_5": _ENDS + 2 * (2 * _F32(32) + 2 * _Q5(32 * 48) + _F16(48 * 32))
+    + _Q5(32 * 40) + _Q5(32 * 24) + 2 * _Q5(32 * 4) + _F32(40 * 3) + 2 * _F32(4) + _F32(6) + _F16(24 * 32)
+    + _Q5(32 * 64) + _Q5(32 * 16) + _Q8(32 * 16) + _Q5(32 * 32) + 2 * _F32(8),
+    # q/k/v biases; 4 experts of 16 (down rows of 16: F16); the gated shared expert of 24 (ffn_gate_inp_shexp a
+    # vector of 32, F32; down rows of 24: F16); attn_v Q5_0 in layer 0, Q8_0 in layer 1
+    "qwen2_moe": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _F32(32) + _Q5(32 * 16) + 2 * _F32(16) + _Q5(32 * 32)
+                              + _F32(32 * 4) + 2 * _Q5(32 * 16 * 4) + _F16(16 * 32 * 4) + _F32(32)
+                              + 2 * _Q5(32 * 24) + _F16(24 * 32))
+    + _Q5(32 * 16) + _Q8(32 * 16),
+    # attention biases on q, k, v and o, 4 sinks a layer, the router and its bias, 4 experts of 48 (down rows of
+    # 48: F16) and their biases (gate 48, up 48, down 32 an expert)
+    "gpt_oss": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _F32(32) + _Q5(32 * 16) + 2 * _F32(16) + _Q5(32 * 32)
+                            + _F32(32) + _F32(4) + _F32(32 * 4) + _F32(4) + 2 * _Q5(32 * 48 * 4) + _F16(48 * 32 * 4)
+                            + 2 * _F32(48 * 4) + _F32(32 * 4))
+    + _Q5(32 * 16) + _Q8(32 * 16),
+}
+
+
+@pytest.mark.parametrize("family", TINY_Q4_K_M)
+def test_new_gguf_architectures_q4_k_m_by_hand(family):
+    """Each newly named architecture's tiny model (GGUF_NAMED) in Q4_K_M: the bytes by hand (TINY_Q4_K_M)."""
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, _ = GGUF_NAMED[family]
+    raw = dict(getattr(transformers, config_cls)(**kw).to_dict(), architectures=[cls])
+    assert F.weight_bytes(from_dict(raw), "Q4_K_M")["total"] == TINY_Q4_K_M[family]
+
+
+def test_pure_types_fall_back_as_llama_cpp():
+    """gguf:TYPE (llama-quantize --pure) falls back as llama_tensor_get_type's tensor_type_fallback does (src/llama-
+    quant.cpp 385-417 at 007dbbf3): gpt-oss-20b's rows of d = 2880 (11.25·256 = 90·32) hold no block of 256, so
+    gguf:Q4_K stores those matrices Q5_0 (22 bytes a 32) and gguf:Q3_K Q4_0 (18 a 32), not F16; attn_output's rows
+    (64 heads of 64 = 4096) keep the type (144 and 110 bytes a 256). By hand from its config (vocab 201088, 24 layers,
+    8 key-value heads of 64, 32 experts of 2880): rows of 2880 2·V·d + L·(d·4096 + 2·d·512 + 3·32·d·2880), rows of
+    4096 L·4096·d, the rest F32 (norms 2d a layer and d, attention biases 4096 + 512 + 512 + d, 64 sinks, the router
+    32·d and its 32 biases, the experts' biases 32·(2·2880 + d))."""
+    V, d, L = 201088, 2880, 24
+    narrow, wide = 2 * V * d + L * (d * 4096 + 2 * d * 512 + 3 * 32 * d * 2880), L * 4096 * d
+    vectors = L * (2 * d + 4096 + 512 + 512 + d + 64 + 32 * d + 32 + 32 * (2 * 2880 + d)) + d
+    assert F.weight_bytes("gpt-oss-20b", "gguf:Q4_K")["total"] == narrow // 32 * 22 + wide // 256 * 144 + 4 * vectors
+    assert F.weight_bytes("gpt-oss-20b", "gguf:Q3_K")["total"] == narrow // 32 * 18 + wide // 256 * 110 + 4 * vectors
+    with pytest.raises(SymllmError, match="no fallback for Q8_0"):
+        F.weight_bytes(from_dict(dict(SMALL, hidden_size=296, head_dim=74)), "gguf:Q8_0")
