@@ -525,3 +525,36 @@ def test_pure_types_fall_back_as_llama_cpp():
     assert F.weight_bytes("gpt-oss-20b", "gguf:Q3_K")["total"] == narrow // 32 * 18 + wide // 256 * 110 + 4 * vectors
     with pytest.raises(SymllmError, match="no fallback for Q8_0"):
         F.weight_bytes(from_dict(dict(SMALL, hidden_size=296, head_dim=74)), "gguf:Q8_0")
+
+
+def test_glm_mtp_layer_written_as_llama_cpp_converts_it():
+    """GLM-4.5's multi-token-prediction layer is in its GGUF (llama.cpp's Glm4MoeModel converts num_hidden_layers +
+    num_nextn_predict_layers blocks): the tiny GLM-4.5 of GGUF_NAMED with one such layer stores blk.2 as gguf-py's
+    TensorNameMap names the checkpoint's model.layers.2 (a decoder layer as transformers' layer 1, and embed_tokens,
+    enorm, hnorm, eh_proj, shared_head.norm, shared_head.head: the names GLM-4.5's checkpoint gives them). Q4_K_M by
+    hand (TINY_Q4_K_M's rules): three blocks now, so use_more_bits(i, 3) picks i = 2 only: blk.2's attn_v Q8_0 and
+    its experts' down F16 either way (rows of 8); the module's embedding (64 × 32), eh_proj (2·32 → 32) and head
+    (32 → 64) the base type (no token_embd or output rule: llama-quant.cpp matches those names exactly), Q5_0; its
+    three norms F32."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, arch = GGUF_NAMED["glm4_moe"]
+    config = getattr(transformers, config_cls)(**kw)
+    with torch.device("meta"):
+        layer1 = [k for k in getattr(transformers, cls)(config).state_dict() if k.startswith("model.layers.1.")]
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GLM4_MOE, 3)
+    hf = [h for k in layer1 if not k.endswith("e_score_correction_bias")
+          for h in _converted(k.replace(".layers.1.", ".layers.2."))] + [
+        f"model.layers.2.{n}.weight" for n in ("embed_tokens", "enorm", "hnorm", "eh_proj", "shared_head.norm",
+                                               "shared_head.head")]
+    expected = {names.get_name(h, try_suffixes=(".weight", ".bias")) for h in hf}
+    expected = {n if n.endswith((".weight", ".bias")) else f"{n}.weight" for n in expected}
+    raw = dict(config.to_dict(), num_nextn_predict_layers=1, architectures=[cls])
+    mine = F.weight_bytes(from_dict(raw), "Q4_K_M")
+    assert {n for n in mine["tensors"] if n.startswith("blk.2.")} == expected
+    attention = 2 * _F32(32) + _Q5(32 * 32) + _Q5(32 * 16) + _Q5(32 * 32)  # norms, q, k, output
+    moe = _F32(32 * 4) + 2 * _Q5(32 * 8 * 4) + _F16(8 * 32 * 4) + 2 * _Q5(32 * 8) + _F16(8 * 32)
+    nextn = _Q5(64 * 32) + 3 * _F32(32) + _Q5(64 * 32) + _Q5(64 * 32)
+    total = (_ENDS + 3 * attention + 2 * _Q5(32 * 16) + _Q8(32 * 16) + 2 * _Q5(32 * 48) + _F16(48 * 32)
+             + 2 * moe + nextn)
+    assert mine["total"] == total

@@ -157,10 +157,11 @@ def _int(expr, values) -> int:
     return int(v)
 
 
-def tensors(config) -> list[dict]:
-    """The stored tensors of a config's model, in model order: ``path`` (tree path, ``/``-joined), ``kind``
-    (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
-    ``()``), ``row`` (elements per row), ``rows`` per copy,
+def tensors(config, *, mtp: bool = False) -> list[dict]:
+    """The stored tensors of a config's model, in model order (``mtp``: then its multi-token-prediction modules,
+    :func:`symllm.arch.resolved.mtp_module`, as blocks after the model's layers): ``path`` (tree path,
+    ``/``-joined), ``kind`` (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's
+    and HF's, or ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
     each copy's first layer, or None), ``layers`` (the layers of its group of blocks, or None), ``positions``
     (those layers' indices in the model, in order: a group's layers need not be consecutive, Qwen3-Next's
@@ -199,25 +200,12 @@ def tensors(config) -> list[dict]:
             first += rep
         else:
             visit(c, c.name, rep, None, None, ())
+    if mtp and spec.structure.mtp:
+        from symllm.arch.resolved import mtp_module
+        module = mtp_module(spec.structure, mdl)
+        rep = _int(module.repeat, values)
+        visit(module, module.name, rep, first, rep, (), tuple(range(first, first + rep)))
     return out
-
-
-#: the HF module holding a projection, by the part of symllm's tree holding it (transformers' LlamaDecoderLayer)
-HF_PARENTS = {"attention": "self_attn", "feed_forward": "mlp"}
-
-
-def hf_modules(t: dict) -> list[str] | None:
-    """The full HF module names (``model.layers.3.self_attn.q_proj``) of a tensor of :func:`tensors`, one per
-    layer of its group, where symllm names it (a projection of the attention or the MLP, transformers' LLaMA
-    names); None otherwise.
-
-    >>> hf_modules(tensors("llama3.2-1b")[2])[:2]
-    ['model.layers.0.self_attn.q_proj', 'model.layers.1.self_attn.q_proj']
-    """
-    parts = t["path"].split("/")
-    if t["layer"] is None or len(t["names"]) != 2 or len(parts) < 2 or parts[-2] not in HF_PARENTS:
-        return None
-    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}" for i in t["positions"]]
 
 
 def _own(comp, path, count, layer, values) -> list[dict]:
@@ -414,6 +402,10 @@ def gguf_tensors(config) -> list[dict]:
     (:data:`GGUF_EXPERTS`), tensors the converter splits split (:func:`_stored`). The norm before the feed-forward
     is ``post_attention_norm`` (gguf-py's MODEL_TENSORS list no ``ffn_norm``) in gpt-oss (attention sinks),
     Qwen3-Next and Qwen3.5 (Gated DeltaNet layers) and GLM-4.5 (shared experts without MLA), ``ffn_norm`` elsewhere.
+    GLM-4.5's multi-token-prediction layer is written too (llama.cpp's Glm4MoeModel converts ``num_hidden_layers +
+    num_nextn_predict_layers`` blocks): ``blk.{L}.``, its block's tensors and ``nextn.eh_proj``, ``nextn.enorm``,
+    ``nextn.hnorm``, ``nextn.shared_head_norm``, ``nextn.embed_tokens`` and ``nextn.shared_head_head``; DeepSeek's
+    is not (DeepseekV2Model.skip_mtp).
 
     >>> [(t["name"], t["shape"]) for t in gguf_tensors("mixtral-8x7b") if t["name"].startswith("blk.0.ffn_")][1:3]
     [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
@@ -424,11 +416,11 @@ def gguf_tensors(config) -> list[dict]:
     cfg = spec.config
     if cfg.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
         raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
-    post_attention = bool(cfg.attention_sinks or cfg.linear_key_heads
-                          or (cfg.n_shared_experts and not cfg.kv_lora_rank))
+    glm = bool(cfg.n_shared_experts and not cfg.kv_lora_rank)  # GLM-4.5: shared experts without MLA
+    post_attention = bool(cfg.attention_sinks or cfg.linear_key_heads or glm)
     n_e, values = cfg.n_experts or 1, spec.values()
     out = []
-    for t in tensors(spec):
+    for t in tensors(spec, mtp=glm and not spec.structure.mtp_blocks):
         experts = bool(t.get("experts"))  # a routed expert's matrix or bias: one tensor a layer
         copies = t["count"] // n_e if experts else t["count"]
         shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
@@ -493,10 +485,12 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             raise SymllmError(with_list(f"weight_format: unknown GGML type {short(pure, 20)} (known: ", GGML_TYPES,
                                         see="docs/formats.md", near=pure))
         cfg = spec.config
-        n_layers, n_expert = cfg.n_layers, cfg.n_experts or 0
+        n_expert = cfg.n_experts or 0
         has_output = any(t["kind"] == "head" for t in ts)
-        is_70b = not n_expert and n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
+        is_70b = not n_expert and cfg.n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
         gts = gguf_tensors(spec)
+        # the file's block count (hparams.n_layer_all: GLM-4.5's MTP layer too), which its ffn_down rule reads
+        n_layers = 1 + max(t["layer"] for t in gts if t["layer"] is not None)
         place = _counters(gts, n_expert, n_layers)
         for t in gts:
             name, i, n = t["name"], t["layer"], t["elements"]
@@ -516,12 +510,13 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes")
         cfg = spec.config
         kept = cfg.weight_format_kept if fmt == cfg.weight_format and cfg.weight_format_kept else ()
+        from symllm.arch.quantization import kept_layers
         matched: set = set()
         for t in ts:
             n = t["row"] * t["rows"]
             if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])
-                held = _kept_layers(t, kept, matched) if kept else 0
+                held = kept_layers(t, kept, matched) if kept else 0
                 if held:  # the config's quantization_config keeps them unquantized (symllm.arch.quantization)
                     copies = t["count"] // t["layers"] * held
                     out[t["path"]] = dict(type=f"{kind} ({held} of {t['layers']} layers bf16)", count=t["count"],
@@ -539,21 +534,6 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     elements = sum(v["elements"] for v in out.values())
     return {"format": fmt, "total": total, "elements": elements,
             "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
-
-
-def _kept_layers(t: dict, patterns, matched: set) -> int:
-    """How many layers of tensor ``t`` (:func:`tensors`) a pattern of ``patterns`` keeps unquantized (0 where
-    symllm has no HF name for it); each pattern that matches is added to ``matched``."""
-    import re
-    names = hf_modules(t)
-    if names is None:
-        return 0
-    held = 0
-    for name in names:
-        hits = [p for p in patterns if re.match(p, name)]
-        matched.update(hits)
-        held += bool(hits)
-    return held
 
 
 def bytes_per_weight(config, fmt: str) -> Fraction:
