@@ -62,23 +62,27 @@ tensor, the routed experts' 3-D ``ffn_*_exps`` included, except:
 
 * ``output.weight`` (or, with tied embeddings, ``token_embd.weight``): Q8_0 if its rows are not a multiple
   of the base type's block, else Q6_K unless the base type is Q8_0;
-* ``attn_v.weight`` (and MPT's fused ``attn_qkv``, which llama.cpp ranks with it: ``category_is_attn_v``):
+* ``attn_v.weight`` (and ``attn_qkv``, MPT's, Phi-3's and Qwen3.5's DeltaNet's, which llama.cpp ranks with it:
+  ``category_is_attn_v``):
   Q6_K in Q4_K_M and Q5_K_M for the ``attn_v`` tensors ``use_more_bits(i, n)`` picks
   (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division; ``i`` counts the model's ``attn_v``
-  tensors in block order and ``n`` is their number: a hybrid's attention layers only), Q5_K in Q4_K_S for the
+  tensors in block order and ``n`` is their number: a hybrid's attention layers only, Qwen3.5's ``attn_qkv``
+  too), Q5_K in Q4_K_S for the
   first 4; then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: a dense llama of 80 layers and
   ``n_head != n_head_kv``), Q3_K/Q4_K become Q5_K;
 * with exactly 8 experts (``expert_count``, Mixtral): ``attn_v`` and ``attn_k`` Q8_0 in every file type, and
   ``attn_output`` Q5_K in Q4_K_S and Q4_K_M;
 * ``ffn_down``, ``ffn_down_exps`` and a shared expert's ``ffn_down``: Q6_K in Q4_K_M and Q5_K_M where
-  ``use_more_bits(i, n)``, Q5_K in Q4_K_S for ``i < n/8``, ``n`` the number of blocks and ``i`` the block (a
+  ``use_more_bits(i, n)``, Q5_K in Q4_K_S for ``i < n/8``, ``n`` the file's blocks (GLM-4.5's MTP layer too:
+  ``n_layer_all``) and ``i`` the block (a
   mixture of experts: ``layer_info`` reads it from the name) or, dense, the count of ``ffn_down`` tensors
   before it (``i_ffn_down``); the gate and up experts keep the base type;
-* a tensor whose rows are not a multiple of its type's block falls back: Q4_K → Q5_0, Q5_K → Q5_1,
-  Q6_K → Q8_0, Q2_K/Q3_K/IQ types → IQ4_NL, then F16 if that block does not fit either.
+* a tensor whose rows are not a multiple of its type's block falls back (``tensor_type_fallback``,
+  :func:`~symllm.costs.ggml.fallback`): Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K/TQ types → Q4_0,
+  IQ types → IQ4_NL, then F16 if that block does not fit either; other types have none (refused).
 
-``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T`` (F16 where a row
-does not hold whole blocks). The ``size`` llama-bench reports is the sum of the tensors' bytes; a GGUF file
+``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T``, with the same
+fallbacks (gpt-oss's rows of 2880 hold no Q4_K block: Q5_0). The ``size`` llama-bench reports is the sum of the tensors' bytes; a GGUF file
 adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
 ``rope_freqs.weight`` (``d_h/2`` F32 values) is not a component and is not counted.
 
