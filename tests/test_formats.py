@@ -24,6 +24,7 @@ from symllm.costs import formats as F
 from symllm.costs.kv_formats import kv_bytes_per_element
 from symllm.errors import SymllmError
 from .strategies import hf_configs
+from .tiny_models import DELTANET, EXPERTS, TINY, TINY_MLA
 
 gguf = pytest.importorskip("gguf")
 
@@ -387,28 +388,20 @@ def test_derive_warns_weight_format_ignored(cli):
     assert r.code == 0 and "--weight-format does not apply" in r.err
 
 
-_TINY = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2)
-_TINY_MLA = dict(_TINY, num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=6, qk_rope_head_dim=4,
-                 qk_nope_head_dim=4, v_head_dim=2, moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2,
-                 n_shared_experts=2, first_k_dense_replace=1, n_group=1, topk_group=1)
-_DELTANET = dict(head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=4,
-                 linear_value_head_dim=6, linear_conv_kernel_dim=3, layer_types=["linear_attention", "full_attention"])
-_EXPERTS = dict(num_experts=3, num_experts_per_tok=2, moe_intermediate_size=8, shared_expert_intermediate_size=12)
 #: transformers' class, its config's class, the config and gguf-py's architecture, for each architecture symllm names
 #: in GGUF since issue 40
 GGUF_NAMED = {
-    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(_TINY, pad_token_id=0, bos_token_id=0, eos_token_id=0), "PHI3"),
-    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config", dict(_TINY_MLA, topk_method="greedy"), "DEEPSEEK2"),
-    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config", dict(_TINY_MLA, q_lora_rank=8), "DEEPSEEK2"),
-    "gpt_oss": ("GptOssForCausalLM", "GptOssConfig", dict(_TINY, num_local_experts=4, num_experts_per_tok=2, head_dim=8,
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(TINY, pad_token_id=0, bos_token_id=0, eos_token_id=0), "PHI3"),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config", dict(TINY_MLA, topk_method="greedy"), "DEEPSEEK2"),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config", dict(TINY_MLA, q_lora_rank=8), "DEEPSEEK2"),
+    "gpt_oss": ("GptOssForCausalLM", "GptOssConfig", dict(TINY, num_local_experts=4, num_experts_per_tok=2, head_dim=8,
                 sliding_window=4, layer_types=["sliding_attention", "full_attention"]), "GPT_OSS"),
-    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", dict(_TINY, num_experts=4, num_experts_per_tok=2,
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", dict(TINY, num_experts=4, num_experts_per_tok=2,
                   moe_intermediate_size=16, shared_expert_intermediate_size=24), "QWEN2MOE"),
-    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(_TINY, **_DELTANET, **_EXPERTS), "QWEN3NEXT"),
-    "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(_TINY, **_DELTANET), "QWEN35"),
-    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(_TINY, **_DELTANET, **_EXPERTS), "QWEN35MOE"),
-    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig", dict(_TINY, n_routed_experts=4, num_experts_per_tok=2,
+    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(TINY, **DELTANET, **EXPERTS), "QWEN3NEXT"),
+    "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(TINY, **DELTANET), "QWEN35"),
+    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(TINY, **DELTANET, **EXPERTS), "QWEN35MOE"),
+    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig", dict(TINY, n_routed_experts=4, num_experts_per_tok=2,
                  moe_intermediate_size=8, n_shared_experts=1, first_k_dense_replace=1, head_dim=8,
                  num_nextn_predict_layers=0), "GLM4_MOE"),
 }
