@@ -82,8 +82,8 @@ tensor, the routed experts' 3-D ``ffn_*_exps`` included, except:
   IQ types → IQ4_NL, then F16 if that block does not fit either; other types have none (refused).
 
 ``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T``, with the same
-fallbacks (gpt-oss's rows of 2880 hold no Q4_K block: Q5_0). The ``size`` llama-bench reports is the sum of the tensors' bytes; a GGUF file
-adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
+fallbacks (gpt-oss's rows of 2880 hold no Q4_K block: Q5_0). The ``size`` llama-bench reports is the sum of the
+tensors' bytes; a GGUF file adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
 ``rope_freqs.weight`` (``d_h/2`` F32 values) is not a component and is not counted.
 
 >>> r = weight_bytes("llama3.1-8b", "Q4_K_M")
