@@ -551,3 +551,13 @@ def test_glm_mtp_layer_written_as_llama_cpp_converts_it():
     total = (_ENDS + 3 * attention + 2 * _Q5(32 * 16) + _Q8(32 * 16) + 2 * _Q5(32 * 48) + _F16(48 * 32)
              + 2 * moe + nextn)
     assert mine["total"] == total
+
+
+def test_qwen3_5_moe_q4_k_m_is_a_published_file_to_the_byte():
+    """llama-bench's JSON for lmstudio-community's Qwen3.6-35B-A3B-Q4_K_M.gguf (qwen35moe, Qwen3.5-35B-A3B's sizes;
+    build bebc9350e (10700), 2026-08-30, a public log: tests/data/published_file_sizes.json) reports model_size
+    21,155,768,832 bytes and model_n_params 34,660,610,688: symllm's Q4_K_M tensors of qwen3.5-35b-a3b, to the byte
+    and the element (its Gated DeltaNet's attn_qkv ranked with attn_v, the ssm tensors F32 or quantized as
+    llama.cpp does, the shared expert's gate a vector, no MTP layer: the converter writes none for it)."""
+    r = F.weight_bytes("qwen3.5-35b-a3b", "Q4_K_M")
+    assert (r["total"], r["elements"]) == (21155768832, 34660610688)
