@@ -289,10 +289,15 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
             doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
             rules=NO_WEIGHT)
     last = own or (whole.child(copy) if copy else [c for c in whole.children if c.checkpoint != 0][-1])
+
+    def nextn(comp: Component, name: str) -> Component:  # its GGUF name: gguf-py's NEXTN_* (nextn.eh_proj, ...)
+        return comp.replace(rules=dataclasses.replace(comp.rules, gguf=f"nextn.{name}"))
+
     return Component(
         "mtp", repeat=L_mtp,
-        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
-                  last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
+        children=(nextn(embedding(), "embed_tokens"), nextn(rmsnorm("enorm"), "enorm"),
+                  nextn(rmsnorm("hnorm"), "hnorm"), nextn(fusion, "eh_proj"), last.replace(repeat=1),
+                  nextn(rmsnorm("shared_head_norm"), "shared_head_norm"), nextn(lm_head(), "shared_head_head")),
         doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=NO_WEIGHT)
 
 
