@@ -472,11 +472,13 @@ def write_atomic(path, content: str | bytes | Callable, *, newline: str = "\n",
     except OSError as e:
         raise _oserror(raw, e) from None
     finally:  # also on KeyboardInterrupt and the CLI's SIGTERM exception
-        if fd is not None:
-            os.close(fd)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        try:
+            if fd is not None:
+                os.close(fd)
+        finally:  # a signal's exception, raised as os.close returns, skipped the removal (Windows needs it closed)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
     return path
