@@ -561,3 +561,15 @@ def test_qwen3_5_moe_q4_k_m_is_a_published_file_to_the_byte():
     llama.cpp does, the shared expert's gate a vector, no MTP layer: the converter writes none for it)."""
     r = F.weight_bytes("qwen3.5-35b-a3b", "Q4_K_M")
     assert (r["total"], r["elements"]) == (21155768832, 34660610688)
+
+
+def test_nemotron_h_blocks_norm_is_gguf_py_attn_norm():
+    """Every Nemotron-H block (Mamba, attention, MLP or MoE) has one norm, ``backbone.layers.N.norm``, which gguf-py
+    (0.19.0) names ``blk.N.attn_norm`` under NEMOTRON_H and NEMOTRON_H_MOE whatever the block's mixer: one a layer,
+    none named ffn_norm or post_attention_norm (they were, for the MLP and MoE blocks)."""
+    for arch, preset, layers in (("NEMOTRON_H", "nemotron-h-8b", 52), ("NEMOTRON_H_MOE", "nemotron-3-nano-30b-a3b", 52)):
+        names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch), layers)
+        assert names.get_name("backbone.layers.7.norm.weight", try_suffixes=(".weight",)) == "blk.7.attn_norm.weight"
+        stems = [t["stem"] for t in F.gguf_tensors(preset)]
+        assert stems.count("attn_norm.weight") == layers
+        assert not {"ffn_norm.weight", "post_attention_norm.weight"} & set(stems)

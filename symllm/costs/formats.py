@@ -420,7 +420,7 @@ def gguf_tensors(config) -> list[dict]:
     cfg = spec.config
     if cfg.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
         raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
-    glm = bool(cfg.n_shared_experts and not cfg.kv_lora_rank)  # GLM-4.5: shared experts without MLA
+    glm = cfg.tp_plan == "glm4_moe"  # GLM-4.5 (its config.json's model_type)
     post_attention = bool(cfg.attention_sinks or cfg.linear_key_heads or glm)
     n_e, values = cfg.n_experts or 1, spec.values()
     out = []
@@ -480,7 +480,6 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     """
     fmt = check_format(fmt)
     spec = spec_for(config)
-    ts = tensors(spec)
     out: dict[str, dict] = {}
     gguf = gguf_types_modelled(fmt)
     if gguf:
@@ -490,9 +489,9 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
                                         see="docs/formats.md", near=pure))
         cfg = spec.config
         n_expert = cfg.n_experts or 0
-        has_output = any(t["kind"] == "head" for t in ts)
         is_70b = not n_expert and cfg.n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
         gts = gguf_tensors(spec)
+        has_output = any(t["name"] == "output.weight" for t in gts)  # (llama.cpp's own test)
         # the file's block count (hparams.n_layer_all: GLM-4.5's MTP layer too), which its ffn_down rule reads
         n_layers = 1 + max(t["layer"] for t in gts if t["layer"] is not None)
         place = _counters(gts, n_expert, n_layers)
@@ -516,7 +515,7 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
         kept = cfg.weight_format_kept if fmt == cfg.weight_format and cfg.weight_format_kept else ()
         from symllm.arch.quantization import kept_layers
         matched: set = set()
-        for t in ts:
+        for t in tensors(spec):
             n = t["row"] * t["rows"]
             if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])

@@ -90,7 +90,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
             checkpoint=beta_a * T * d,
             resident=2 * T * d,
             children=(named(rmsnorm("norm", doc="self.norm = NemotronHRMSNorm(hidden_size)", offset=off, mean=mean),
-                            "norm", "attn_norm" if ffn is None else "ffn_norm"), attn if ffn is None else ffn),
+                            "norm", "attn_norm"), attn if ffn is None else ffn),  # (llama.cpp: attn_norm, every kind)
             doc="NemotronHBlock: hidden_states = residual + mixer(norm(hidden_states))",
             rules=Rules("replicated", lora=(), stacks=(), label="a block of one sublayer under one norm (Nemotron-H)"),
         )
@@ -291,7 +291,7 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
     last = own or (whole.child(copy) if copy else [c for c in whole.children if c.checkpoint != 0][-1])
 
     def nextn(comp: Component, name: str) -> Component:  # its GGUF name: gguf-py's NEXTN_* (nextn.eh_proj, ...)
-        return comp.replace(rules=dataclasses.replace(comp.rules, gguf=f"nextn.{name}"))
+        return named(comp, comp.rules.hf, f"nextn.{name}")
 
     return Component(
         "mtp", repeat=L_mtp,

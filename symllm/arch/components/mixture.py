@@ -6,7 +6,7 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, linear, matmul, Rules
+from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, linear, matmul, named, Rules
 from symllm.arch.components.mlp import feed_forward
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_ff, d_lm, d_se, k, n_e
@@ -124,8 +124,8 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
 def _shexp(ffn: Component) -> Component:
     """A shared expert's feed-forward with its projections' GGUF names (gguf-py's ``FFN_*_SHEXP``: ``ffn_gate_shexp``,
     ``ffn_up_shexp``, ``ffn_down_shexp``), a dense MLP's ``ffn_gate`` ... with ``_shexp``."""
-    return ffn.replace(children=tuple(c.replace(rules=dataclasses.replace(c.rules, gguf=f"{c.rules.gguf}_shexp"))
-                                      if c.rules.gguf else c for c in ffn.children))
+    return ffn.replace(children=tuple(named(c, c.rules.hf, f"{c.rules.gguf}_shexp") if c.rules.gguf else c
+                                      for c in ffn.children))
 
 
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
