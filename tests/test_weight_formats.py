@@ -11,6 +11,8 @@ with sparsity, 9 dense).
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import symllm
@@ -171,9 +173,9 @@ def test_training_engines_price_fp8_weights_as_the_dtype_says():
 
 
 def test_every_door_prices_fp8_weights_at_the_fp8_peak(cli):
-    """count --json, count --serve --json, plan and symllm.workload read one matmul dtype for DeepSeek-V3's FP8
-    checkpoint under vLLM on H200s: the same prefill (the hand figure above) and the same decode step at plan's
-    batch."""
+    """count (its lines and --json), count --serve --json, plan (the CLI's and Python's) and symllm.workload read one
+    matmul dtype for DeepSeek-V3's FP8 checkpoint under vLLM on H200s: the same prefill (the hand figure above) and
+    the same decode step at plan's batch, compute-bound there, so at the FP8 peak."""
     import json
     from symllm.studies.plans import plan
     argv = ["count", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--engine", "vllm", "--weight-format", "fp8-block"]
@@ -181,12 +183,16 @@ def test_every_door_prices_fp8_weights_at_the_fp8_peak(cli):
     for extra in ([], ["--serve"]):
         t = json.loads(cli([*argv, *extra, "--json"]).out)["time"]
         assert (t["peak_dtype"], t["prefill_s"], t["decode_token_s"]) == ("fp8", py["prefill_s"], py["decode_token_s"])
-    line = " ".join(cli(argv).out.split())
-    assert "fp8" in line
+    text = " ".join(cli(argv).out.split())  # (count's tables wrap)
+    assert "NVIDIA H200 SXM 141GB: 1,978.9 TFLOP/s dense fp8" in text
+    assert re.search(rf"prefill {py['prefill_s']:.4g} s {py['expected']['prefill_s']:.4g} s compute-bound", text)
     row = next(r for r in json.loads(cli(["plan", "deepseek-v3", "--gpus", "8xh200", "--engine", "vllm",
                                           "--weight-format", "fp8-block", "--json"]).out)["rows"]
                if (r["tp"], r["pp"], r["dp"]) == (8, 1, 1))
     at = symllm.workload("deepseek-v3", gpu="h200", tp=8, engine="vllm", weight_format="fp8-block",
                          batch=row["batch"])["time"]
-    assert at["peak_dtype"] == "fp8" and row["decode_token_s"] == pytest.approx(at["decode_token_s"], rel=1e-12)
-    assert plan  # (the Python plan is the CLI's: symllm.studies.plans)
+    assert (at["peak_dtype"], at["decode_token_bound"]) == ("fp8", "compute")  # (the step at the FP8 peak)
+    assert row["decode_token_s"] == pytest.approx(at["decode_token_s"], rel=1e-12)
+    same = next(r for r in plan("deepseek-v3", 8, "h200", engine="vllm", weight_format="fp8-block").rows
+                if (r["tp"], r["pp"], r["dp"]) == (8, 1, 1))
+    assert (same["batch"], same["decode_token_s"]) == (row["batch"], row["decode_token_s"])
