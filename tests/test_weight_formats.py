@@ -108,7 +108,8 @@ def test_formats_an_engine_does_not_declare_are_priced_as_before():
 #: 8 a token, and 1 shared, each of width 2048; MLA: 128 heads, q_lora_rank 1536, kv_lora_rank 512, query and key
 #: widths 128 + 64 (RoPE), values 128; vocabulary 129280), one prompt of 2048 tokens, multiply-adds per token
 DSV3 = {"d": 7168, "layers": 61, "moe_layers": 58, "vocab": 129280, "s": 2048,
-        "wq_a": 7168 * 1536, "wq_b": 1536 * 128 * (128 + 64), "wkv_a": 7168 * (512 + 64), "wkv_b": 512 * 128 * (128 + 128),
+        "wq_a": 7168 * 1536, "wq_b": 1536 * 128 * (128 + 64), "wkv_a": 7168 * (512 + 64),
+        "wkv_b": 512 * 128 * (128 + 128),
         "wo": 128 * 128 * 7168, "mlp": 3 * 7168 * 18432, "experts": (8 + 1) * 3 * 7168 * 2048, "router": 7168 * 256}
 
 
