@@ -5,9 +5,10 @@ An inference engine's entry in efficiency.json declares ``weight_formats``: for 
 :data:`symllm.costs.formats.FORMATS`, space-separated), the CUDA compute capabilities (gpus.json ``sm``, as it spells
 them) its kernels run it on, by path:
 
-* ``gemm``: the weights multiply in their own format. NVFP4 (W4A4: the activations quantized to FP4 blocks on the fly)
-  runs on FP4 tensor cores, at the card's FP4 dense peak (gpus.json ``fp4``: :data:`FP4_GEMM`); an FP8 format's GEMMs
-  are priced as ``--dtype`` says (``--dtype fp8``: the FP8 peak), as before this table;
+* ``gemm``: the weights multiply in their own format, the activations quantized to it on the fly, at the card's
+  dense peak of :data:`GEMM_DTYPE`'s dtype: NVFP4 (W4A4, FP4 blocks) on FP4 tensor cores (gpus.json ``fp4``), an
+  FP8 format (W8A8: activations per tensor, per token or per 1x128 group) on FP8 tensor cores, whatever ``--dtype``
+  says (a checkpoint's FP8 weights run FP8 GEMMs under vLLM's, SGLang's and TensorRT-LLM's kernels, not bf16 ones);
 * ``weight_only``: the kernel unpacks the weights and multiplies in the activations' dtype (vLLM's Marlin FP4 and FP8
   kernels, SGLang's Marlin FP8): the ``act_dtype`` peak, the weights' stream slowed by efficiency.json's ``dequant``
   for weights of that many bits (:data:`UNPACKED`), as ``--dtype int4`` and ``int8`` are.
@@ -18,8 +19,8 @@ does not declare, a training engine, or no card given: neither checked nor price
 
 >>> from symllm.costs.workloads import Workload
 >>> b200, h100 = Workload(gpu="b200", weight_format="nvfp4"), Workload(gpu="h100-sxm", weight_format="NVFP4")
->>> b200.matmul_dtype, h100.matmul_dtype
-('fp4', 'bf16')
+>>> b200.matmul_dtype, h100.matmul_dtype, Workload(gpu="h200", weight_format="fp8-block", engine="vllm").matmul_dtype
+('fp4', 'bf16', 'fp8')
 >>> route("nvfp4", "trtllm", "9.0"), route("nvfp4", "vllm", "9.0"), route("fp8", "vllm", "8.0"), route("awq", None, "")
 ('none', 'weight_only', 'weight_only', None)
 """
@@ -27,15 +28,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["FP4_GEMM", "UNPACKED", "declared", "route", "matmul_dtype", "stream_dtype", "runs", "refusal"]
+__all__ = ["GEMM_DTYPE", "UNPACKED", "declared", "route", "matmul_dtype", "stream_dtype", "runs", "refusal"]
 
-#: the formats whose ``gemm`` path multiplies FP4 operands on FP4 tensor cores (NVFP4: 16 E2M1 values and one E4M3 scale
-#: a block, weights and activations alike: vLLM's ``nvfp4_w4a4``, TensorRT-LLM's and SGLang's ``modelopt_fp4``)
-FP4_GEMM = ("nvfp4",)
+#: the dtype a declared format's ``gemm`` path multiplies in, its activations quantized to it on the fly: NVFP4 (16 E2M1
+#: values and one E4M3 scale a block, weights and activations alike: vLLM's ``nvfp4_w4a4``, TensorRT-LLM's and
+#: SGLang's ``modelopt_fp4``) on FP4 tensor cores; the FP8 formats (W8A8: vLLM's Fp8LinearMethod and its
+#: W8A8BlockFp8LinearOp, SGLang's Fp8LinearMethod, TensorRT-LLM's FP8 QuantAlgos: efficiency.json's ``fp8_gemm_source``
+#: and ``weight_formats_source``) on FP8 tensor cores
+GEMM_DTYPE = {"nvfp4": "fp4", **{f: "fp8" for f in ("fp8", "fp8-channel", "fp8-block", "w8a8-fp8", "w8a8-fp8-tensor",
+                                                     "w8a8-fp8-block")}}
 
 #: a format's row of efficiency.json's ``dequant`` when a weight-only kernel unpacks it (its bits: 4 or 8)
-UNPACKED = {"nvfp4": "int4", **{f: "int8" for f in ("fp8", "fp8-channel", "fp8-block", "w8a8-fp8", "w8a8-fp8-tensor",
-                                                   "w8a8-fp8-block")}}
+UNPACKED = {f: {"fp4": "int4", "fp8": "int8"}[dtype] for f, dtype in GEMM_DTYPE.items()}
 
 
 @lru_cache(maxsize=64)
@@ -96,18 +100,20 @@ def _route_of(work) -> tuple:
 
 
 def matmul_dtype(work) -> str:
-    """The dtype a workload's matmuls run in, where no ``compute_dtype`` is given: ``fp4`` for NVFP4 weights on the
-    ``gemm`` path of a card with FP4 tensor cores, the activations' dtype on a ``weight_only`` path, else the weights'
-    (:func:`symllm.costs.accelerators.compute_dtype`).
+    """The dtype a workload's matmuls run in, where no ``compute_dtype`` is given: its format's :data:`GEMM_DTYPE` on
+    the ``gemm`` path of a card with that dtype's tensor cores (whatever ``--dtype`` says), the activations' dtype on a
+    ``weight_only`` path, else the weights' (:func:`symllm.costs.accelerators.compute_dtype`).
 
     >>> from symllm.costs.workloads import Workload
     >>> matmul_dtype(Workload(gpu="a100-80gb", weight_format="fp8-block", act_dtype="fp16"))
     'fp16'
+    >>> matmul_dtype(Workload(gpu="h200", weight_format="fp8-block", engine="sglang"))
+    'fp8'
     """
     from symllm.costs import accelerators
     fmt, way = _route_of(work)
-    if way == "gemm" and fmt in FP4_GEMM and accelerators.of(work).fp4 is not None:
-        return "fp4"
+    if way == "gemm" and getattr(accelerators.of(work), GEMM_DTYPE[fmt]) is not None:
+        return GEMM_DTYPE[fmt]
     if way == "weight_only":
         return work.act_dtype
     return accelerators.compute_dtype(work.dtype, work.act_dtype)
