@@ -176,3 +176,23 @@ def test_a_comparison_prints_a_time_past_a_floats_range():
     rows = [("t", "step", "seconds"), ("r", "tokens/s", "rate")]
     out = side_by_side(rows, ["a"], {"a": {"t": Fraction(10 ** 400, 3), "r": Fraction(10 ** 400, 7)}})
     assert out.split("\n")[0].split()[-2:] == ["3.333e+399", "s"] and out.split("\n")[1].split()[-1] == "1.429e+399"
+
+
+# issue 40, session 15: a new user's questions (405B at 128k on 8 and 16 H100s, 8 B200s, 4 RTX 4090s; serving at
+# 2k in / 500 out; LoRA of 8B; a Q4_K_M 70B on a Mac or two 4090s), asked from the shell
+
+
+def test_an_unknown_card_points_where_every_card_is_listed(cli):
+    """count --gpu mac said "all 23: see --help", but --gpu's help names five cards and "..." (a dead end); the
+    catalogue is listed whole in docs/hardware.md, where an ambiguous name already points. 23: the cards of
+    symllm/costs/gpus.json, counted from the file, each named in that page."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).parent.parent
+    names = [g["name"] for g in json.loads((root / "symllm/costs/gpus.json").read_text())["gpus"]]
+    page = (root / "docs/hardware.md").read_text()
+    assert all(f"`{n}`" in page for n in names)
+    _refused(cli(["count", "llama3.1-8b", "--gpu", "mac"]), f"gpu: unknown 'mac' (known: all {len(names)}: see "
+             "docs/hardware.md)")
+    _refused(cli(["plan", "llama3.1-8b", "--gpus", "2x4090"]), "gpus: unknown '4090' (known: rtx4090, rtx5090, "
+             f"rtx3090; all {len(names)}: see docs/hardware.md)")
