@@ -196,3 +196,18 @@ def test_an_unknown_card_points_where_every_card_is_listed(cli):
              "docs/hardware.md)")
     _refused(cli(["plan", "llama3.1-8b", "--gpus", "2x4090"]), "gpus: unknown '4090' (known: rtx4090, rtx5090, "
              f"rtx3090; all {len(names)}: see docs/hardware.md)")
+
+
+@pytest.mark.parametrize("gpus", [["8", "h100-sxm"], ["8x", "h100-sxm"], ["8", "x", "h100-sxm"], ["8X", "H100-SXM"]])
+def test_plan_s_gpus_typed_as_two_words_says_the_one_word(cli, gpus):
+    """plan --gpus 8 h100-sxm (the count and the card apart, as one says it) was argparse's bare
+    "unrecognized arguments: h100-sxm"; the line now writes the one word --gpus takes."""
+    stray = " ".join(gpus[1:])
+    _refused(cli(["plan", "llama3.1-8b", "--gpus", *gpus]),
+             f"unrecognized arguments: {stray} (--gpus is one word, N x GPU: --gpus 8x{gpus[-1]})")
+
+
+def test_plan_s_other_stray_words_get_no_gpus_hint(cli):
+    """A second model after plan's one (plan compares no models) is not read as --gpus' card."""
+    r = cli(["plan", "llama3.1-8b", "llama3.1-70b", "--gpus", "8xh100-sxm"])
+    assert r.code == 2 and "--gpus is one word" not in r.err, r.err
