@@ -211,3 +211,20 @@ def test_plan_s_other_stray_words_get_no_gpus_hint(cli):
     """A second model after plan's one (plan compares no models) is not read as --gpus' card."""
     r = cli(["plan", "llama3.1-8b", "llama3.1-70b", "--gpus", "8xh100-sxm"])
     assert r.code == 2 and "--gpus is one word" not in r.err, r.err
+
+
+def test_sweep_s_flops_help_says_it_is_not_count_s_prefill(cli):
+    """sweep --quantity flops is one forward of s new tokens after t cached (t = s unless --context:
+    docs/sweeps.md), not count's prefill (sweep's prefill_flops): for Llama-3.1-405B at 128k it is 389P where count
+    says 247P. --help listed "flops" first with no word of it. By hand, at s = t = 8,192 for Llama-3.1-8B (L 32,
+    n_h 32, d_h 128), the difference is the attention over the t cached keys: 4·L·n_h·d_h·s·t."""
+    import json
+    help_text = " ".join(cli(["sweep", "--help"]).out.split())
+    assert ("flops (one forward of --seq new tokens after --context cached, --seq unless given; count's prefill: "
+            "prefill_flops)") in help_text, help_text
+    rows = cli(["sweep", "--base", "llama3.1-8b", "--seq", "8192", "--quantity", "flops,prefill_flops"]).out
+    head, row = rows.strip().split("\n")
+    got = dict(zip(head.split(","), row.split(",")))
+    assert int(got["flops"]) - int(got["prefill_flops"]) == 4 * 32 * 32 * 128 * 8192 * 8192
+    count = json.loads(cli(["count", "llama3.1-8b", "--seq", "8192", "--json"]).out)
+    assert int(got["prefill_flops"]) == count["flops"]["prefill"]

@@ -380,7 +380,9 @@ def _sweep_parser(p) -> None:
                    help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid (default: the "
                         "grid)")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
-                   help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
+                   help="params (default), flops (one forward of --seq new tokens after --context cached, --seq "
+                        "unless given; count's prefill: prefill_flops), kv_cache, training_flops, weights, ... or "
+                        "params:block/attention/wq")
     p.add_argument("--where", metavar="COND",
                    help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096" (default: every row)')
     p.add_argument("-o", "--output", metavar="FILE",
