@@ -244,3 +244,47 @@ def test_a_lora_training_time_says_its_flops_are_full_fine_tuning_s(cli):
     assert ("LoRA: the training step's FLOPs are full fine-tuning's (the frozen weights' gradients not taken off; "
             "docs/finetuning.md)") in out, out
     assert "LoRA: the training step" not in " ".join(cli(base).out.split())
+
+
+#: Llama-3.1-8B-Instruct's config.json (meta-llama/Llama-3.1-8B-Instruct on the Hugging Face Hub), its shape keys
+LLAMA31_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+              "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+              "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False,
+              "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+              "hidden_act": "silu", "torch_dtype": "bfloat16"}
+
+
+def _cached_repo(root, commits, ref=None):
+    """A Hugging Face cache's repository folder as huggingface_hub writes it: snapshots/<commit>/config.json and,
+    with ``ref``, refs/main naming that commit."""
+    import json
+    repo = root / "models--meta-llama--Llama-3.1-8B-Instruct"
+    for commit in commits:
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text(json.dumps(LLAMA31_8B))
+    if ref:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(ref)
+    return repo
+
+
+def test_a_cache_repository_folder_reads_its_main_snapshot(cli, tmp_path):
+    """count ~/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B-Instruct (the folder a user finds in the
+    cache, tab-completed) said "has no config.json": the config is in snapshots/<refs/main>/, where count of the
+    Hub id reads it. 8,030,261,248: the safetensors metadata total of meta-llama/Llama-3.1-8B
+    (tests/data/published_params.json)."""
+    import json
+
+    from .conftest import PUBLISHED
+    repo = _cached_repo(tmp_path, ["a" * 40, "b" * 40], ref="b" * 40)
+    r = cli(["count", str(repo), "--json"])
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"] == 8_030_261_248
+
+
+def test_a_cache_repository_folder_of_several_snapshots_and_no_ref_names_them(cli, tmp_path):
+    """Without refs/main (a download of one commit writes none) the one snapshot is read, as for a Hub id; of
+    several, none is guessed: the line says to give the snapshot folder."""
+    repo = _cached_repo(tmp_path, ["a" * 40, "b" * 40])
+    _refused(cli(["count", str(repo)]), "model: 'meta-llama/Llama-3.1-8B-In...: 2 snapshots, no refs/main: give one's "
+             "folder")
