@@ -288,3 +288,13 @@ def test_a_cache_repository_folder_of_several_snapshots_and_no_ref_names_them(cl
     repo = _cached_repo(tmp_path, ["a" * 40, "b" * 40])
     _refused(cli(["count", str(repo)]), "model: 'meta-llama/Llama-3.1-8B-In...: 2 snapshots, no refs/main: give one's "
              "folder")
+
+
+def test_a_deep_folder_without_a_config_says_so_within_the_line(cli, tmp_path):
+    """count of a model folder with no config.json (weights still downloading, the wrong level of a tree) deep in
+    the tree: the line quoted the whole path and was cut before "has no config.json", the one thing it had to
+    say. The path is cut at its start, as every other path in a message is (symllm.validate.shown_path: the last
+    26 characters, "/that/is/deep/llama-3.1-8b", from their first whole folder)."""
+    folder = tmp_path.joinpath(*"a very long path to some models folder that is deep".split(), "llama-3.1-8b")
+    folder.mkdir(parents=True)
+    _refused(cli(["count", str(folder)]), "config: '.../that/is/deep/llama-3.1-8b' has no config.json")

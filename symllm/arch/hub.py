@@ -170,7 +170,7 @@ def member(folder, name: str, what: str = "checkpoint") -> Path:
         raise SymllmError(f"{what}: {shown_path(path)} links out of its folder (to {real!r}): refused")
     if not os.path.isfile(real):
         raise SymllmError(f"{what}: {shown_path(path)} is not a file" if os.path.lexists(path)
-                          else f"{what}: {str(folder)!r} has no {name}")
+                          else f"{what}: {shown_path(folder)} has no {name}")
     return path
 
 
