@@ -298,3 +298,22 @@ def test_a_deep_folder_without_a_config_says_so_within_the_line(cli, tmp_path):
     folder = tmp_path.joinpath(*"a very long path to some models folder that is deep".split(), "llama-3.1-8b")
     folder.mkdir(parents=True)
     _refused(cli(["count", str(folder)]), "config: '.../that/is/deep/llama-3.1-8b' has no config.json")
+
+
+@pytest.mark.parametrize("argv, line", [
+    # derive reads its model from --model; count, report, verify and plan take it as their first word
+    (["derive", "llama3.1-405b"], "unrecognized arguments: llama3.1-405b (derive takes a model as --model "
+     "llama3.1-405b)"),
+    (["derive", "--quantity", "flops", "llama3.1-8b", "--seq", "8192"],
+     "unrecognized arguments: llama3.1-8b (derive takes a model as --model llama3.1-8b)"),
+    # --json is count's and plan's (and presets'): the others write their own formats
+    (["report", "llama3.1-8b", "--json"],
+     "unrecognized arguments: --json (report writes --format markdown or latex)"),
+    (["derive", "--model", "llama3.1-8b", "--json"],
+     "unrecognized arguments: --json (derive writes --format text, pretty, latex, markdown)"),
+    (["sweep", "--base", "llama3.1-8b", "--json"], "unrecognized arguments: --json (sweep writes JSON lines: "
+     "--format jsonl)"),
+])
+def test_a_model_or_json_where_a_command_takes_neither_says_what_it_takes(cli, argv, line):
+    """A new user's derive llama3.1-405b and report ... --json were argparse's bare "unrecognized arguments"."""
+    _refused(cli(argv), line)

@@ -97,12 +97,16 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-#: a flag of one command typed to another (command, flag): what this command takes instead
+#: a flag of one command typed to another (command, flag): what this command takes or writes instead
 _OTHER_COMMANDS_FLAG = {
     ("plan", "--serve"): "plan ranks serving layouts unless --train",  # count's flag, read as plan's default
     ("plan", "--gpu"): "plan takes --gpus NxGPU, e.g. 8xh100-sxm",  # count's flag, a prefix of plan's
     ("count", "--gpus"): "count takes --gpu; plan takes --gpus",
-    ("count", "--train"): "count times training always; plan takes --train"}
+    ("count", "--train"): "count times training always; plan takes --train",
+    # --json is count's, plan's and presets': the others write their own formats
+    ("report", "--json"): "report writes --format markdown or latex",
+    ("derive", "--json"): "derive writes --format text, pretty, latex, markdown",
+    ("sweep", "--json"): "sweep writes JSON lines: --format jsonl"}
 
 
 def _gpus_words(argv, stray: list[str]) -> str | None:
@@ -125,8 +129,8 @@ def _gpus_words(argv, stray: list[str]) -> str | None:
 
 def _hint(parser: argparse.ArgumentParser, command: str | None, message: str, argv=None) -> str:
     """``message`` (argparse's unrecognized or ambiguous option) with what the user may have meant: the flag
-    of another command (:data:`_OTHER_COMMANDS_FLAG`), ``--gpus`` as one word (``argv``: the arguments given;
-    :func:`_gpus_words`), else the nearest of ``command``'s flags.
+    of another command or the format it writes (:data:`_OTHER_COMMANDS_FLAG`), ``--gpus`` as one word (``argv``: the
+    arguments given; :func:`_gpus_words`), derive's model as ``--model``, else the nearest of ``command``'s flags.
 
     >>> _hint(build_parser("count"), "count", "unrecognized arguments: --tpp 8")
     'unrecognized arguments: --tpp 8 (did you mean --tp?)'
@@ -140,6 +144,8 @@ def _hint(parser: argparse.ArgumentParser, command: str | None, message: str, ar
     one = _gpus_words(argv, unknown[1].split()) if unknown and hint is None else None
     if one:
         hint = f"--gpus is one word, N x GPU: --gpus {one}"
+    elif unknown and hint is None and command == "derive" and not unknown[1].startswith("-"):
+        hint = f"derive takes a model as --model {unknown[1].split()[0]}"  # the others' first word
     if hint is None and unknown and typed:
         sub = next((a.choices.get(command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
                    None)
