@@ -317,3 +317,16 @@ def test_a_deep_folder_without_a_config_says_so_within_the_line(cli, tmp_path):
 def test_a_model_or_json_where_a_command_takes_neither_says_what_it_takes(cli, argv, line):
     """A new user's derive llama3.1-405b and report ... --json were argparse's bare "unrecognized arguments"."""
     _refused(cli(argv), line)
+
+
+@pytest.mark.parametrize("name", ["Llama-3.1-405B", "llama-3.1-405b", "llama3.1-405B-instruct", "llama31-405b"])
+def test_a_misspelt_preset_s_suggestions_are_whole(cli, name):
+    """count Llama-3.1-405B (the Hub's spelling, without its org): the suggestions were sized as "a, b, c" and
+    printed as "a or b or c", so the line ran past its width and was cut ("did you mean llama3.1-405b or
+    llama3.1-70b..."): never a list cut short (docs/commands.md). Whole names, as many as the line holds, the nearest
+    first (llama3.1-405b: the preset of meta-llama/Llama-3.1-405B, tests/data/published_params.json)."""
+    r = cli(["count", name])
+    assert r.code == 2 and "Traceback" not in r.err
+    line = r.err.removeprefix("symllm: error: ").rstrip("\n")
+    assert line.startswith(f"model: unknown preset {name!r}; did you mean llama3.1-405b"), line
+    assert line.endswith("?") and "..." not in line, line
