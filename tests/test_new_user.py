@@ -234,16 +234,20 @@ def test_a_lora_training_time_says_its_flops_are_full_fine_tuning_s(cli):
     """count llama3.1-8b --lora-rank 16 --gpu h100-sxm printed a training step, MFU and cost as if measured
     for LoRA, from full fine-tuning's FLOPs: no frozen weight's gradient is taken off (docs/finetuning.md: "Not
     modelled yet: LoRA's FLOPs"), so a LoRA step, about 4N a token against full's 6N (a frozen linear's backward
-    computes its input's gradient only), reads up to 1.5x long. The count now says so under its times."""
+    computes its input's gradient only), reads up to 1.5x long. The count and the report now say so beside their
+    times, from time.assumes.training_step."""
     import json
     base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "4096", "--batch", "2"]
     lora = json.loads(cli(base + ["--lora-rank", "16", "--json"]).out)
     full = json.loads(cli(base + ["--json"]).out)
     assert lora["flops"]["training_step"] == full["flops"]["training_step"]
+    said = "full fine-tuning's FLOPs (the frozen weights' gradients not taken off; docs/finetuning.md)"
+    assert lora["time"]["assumes"]["training_step"] == said and "training_step" not in full["time"]["assumes"]
     out = " ".join(cli(base + ["--lora-rank", "16"]).out.split())
-    assert ("LoRA: the training step's FLOPs are full fine-tuning's (the frozen weights' gradients not taken off; "
-            "docs/finetuning.md)") in out, out
+    assert f"LoRA: the training step counts {said}" in out, out
     assert "LoRA: the training step" not in " ".join(cli(base).out.split())
+    report = " ".join(cli(["report", *base[1:], "--lora-rank", "16"]).out.split())
+    assert f"no allocator overhead; a LoRA step counts {said}" in report
 
 
 #: Llama-3.1-8B-Instruct's config.json (meta-llama/Llama-3.1-8B-Instruct on the Hugging Face Hub), its shape keys
