@@ -334,3 +334,19 @@ def test_a_misspelt_preset_s_suggestions_are_whole(cli, name):
     line = r.err.removeprefix("symllm: error: ").rstrip("\n")
     assert line.startswith(f"model: unknown preset {name!r}; did you mean llama3.1-405b"), line
     assert line.endswith("?") and "..." not in line, line
+
+
+def test_a_weight_format_s_bytes_per_gpu_are_whole(cli):
+    """count llama3.1-70b --weight-format Q4_K_M --pp 2 (a 70B GGUF over two RTX 4090s): the per-GPU rows read
+    "weights 21,256,268,196.067767" -- the format's bytes a weight, averaged over the model, times one GPU's
+    parameters, a float, printed with its decimals in a column of bytes. A byte count is whole: rounded, as the
+    rounded column (19.80 GiB) already was. By hand from --json: 42,512,531,456 bytes x 35,276,857,344 of the
+    70,553,706,496 parameters = 21,256,268,196.07, so 21,256,268,196."""
+    import json
+    argv = ["count", "llama3.1-70b", "--weight-format", "Q4_K_M", "--pp", "2"]
+    d = json.loads(cli(argv + ["--json"]).out)
+    assert d["params"]["per_gpu"] == 35_276_857_344 and d["params"]["total"] == 70_553_706_496
+    assert d["memory"]["weights"] == 42_512_531_456
+    assert 42_512_531_456 * 35_276_857_344 // 70_553_706_496 == 21_256_268_196
+    rows = {line.split()[0]: line.split()[1] for line in cli(argv).out.splitlines()[-12:] if line.strip()}
+    assert rows["weights"] == "21,256,268,196" and "." not in rows["inference_peak"], rows
