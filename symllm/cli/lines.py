@@ -361,6 +361,9 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     trained = "" if serves_only else f"training peak: {a['training_fits']}; "
     out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; {trained}"
                          f"largest context: {a['max_context']}."))
+    if "training_step" in a and not serves_only and t["training_fits"]:  # LoRA's FLOPs: not modelled yet
+        out.append(wrap_text(f"LoRA: the training step counts {a['training_step']}: its times and cost count that "
+                             "work too."))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())

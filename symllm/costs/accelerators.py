@@ -278,7 +278,7 @@ def gpu(name, field: str = "gpu") -> GPU:
     >>> gpu("rtx 4080")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090, rtx3090; all ...: see --help)
+    symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090; all ...: see docs/hardware.md)
     >>> gpu("foo", field="gpus")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -297,7 +297,9 @@ def gpu(name, field: str = "gpu") -> GPU:
         ordered = sorted(starting, key=list(known).index)  # catalogue order
         raise SymllmError(with_list(f"{field}: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
                                     see="docs/hardware.md"))
-    raise SymllmError(with_list(f"{field}: unknown {short(name, 20)} (known: ", known, near=key or name))
+    # the whole catalogue is listed in docs/hardware.md (--gpu's help names a few cards)
+    raise SymllmError(with_list(f"{field}: unknown {short(name, 20)} (known: ", known, near=key or name,
+                                see="docs/hardware.md"))
 
 
 def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:
