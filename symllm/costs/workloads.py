@@ -26,7 +26,7 @@ from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
-from symllm.costs.engine_memory import FLASH_ATTN
+from symllm.costs.engine_memory import FLASH_ATTN, rule as engine_rule
 from symllm.costs import expert_layout, tp_overlap, weight_formats
 from symllm.arch.dtypes import DTYPES, OPTIMIZERS, dtype_bytes  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
@@ -365,8 +365,7 @@ class Workload:
                 raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
                                   f"and {self.kv_dtype!r})")
         if self.ubatch is not None or self.flash_attn is not None:  # refused where no micro-batch runs them
-            from symllm.costs.engine_memory import rule
-            rule(figures.engine_for(self.engine, "inference"), self.ubatch, self.flash_attn, self.kv_format)
+            engine_rule(figures.engine_for(self.engine, "inference"), self.ubatch, self.flash_attn, self.kv_format)
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
             # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
