@@ -94,15 +94,21 @@ def test_plan_help_says_every_batch_is_tried(capsys):
 def test_max_num_batched_tokens_where_the_engine_sizes_its_own_working_set(capsys):
     """llama.cpp reserves its compute buffer for one micro-batch of n_ubatch tokens (512 by default: llama.cpp
     common/common.h, ``int32_t n_ubatch = 512``), whatever --max-num-batched-tokens says: the option changed none of
-    its numbers and said nothing. Now one warning line names the 512 tokens it holds; vLLM, whose profile run is
-    max_num_batched_tokens, takes it without one."""
+    its numbers and said nothing, then said "ignored" though it is llama.cpp's n_batch (llama_context's constructor:
+    n_ubatch = min(n_batch, n_ubatch); llama-server's tokens a step). Now one warning line says so and names the 512
+    tokens it holds; vLLM, whose profile run is max_num_batched_tokens, takes it without one."""
     base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--seq", "1000", "--gen", "100",
             "--concurrency", "4", "--json"]
     off = json.loads(_run(capsys, *base, "--engine", "llama.cpp")[0])["serving"]
     out, err = _run(capsys, *base, "--engine", "llama.cpp", "--max-num-batched-tokens", "1024")
     on = json.loads(out)["serving"]
-    assert err.strip() == ("symllm: warning: --max-num-batched-tokens ignored: llama.cpp holds its own working set "
-                           "(512 tokens)")
+    # above n_ubatch it is llama.cpp's n_batch, not "ignored": the step's 1,024 tokens under load (2,048 without)
+    assert err.strip() == "symllm: warning: --max-num-batched-tokens 1,024 is llama.cpp's n_batch: micro-batches of 512"
     assert on["activation_peak"] == off["activation_peak"] and on["load"]["ttft_s"] == off["load"]["ttft_s"]
+    assert (off["load"]["max_num_batched_tokens"], on["load"]["max_num_batched_tokens"]) == (2048, 1024)
+    # gpt-fast's static batch runs each prompt whole whatever the budget: there it is ignored
+    _, err = _run(capsys, *base, "--engine", "gpt-fast", "--max-num-batched-tokens", "4096")
+    assert err.strip() == ("symllm: warning: --max-num-batched-tokens ignored: gpt-fast holds its own working set "
+                           "(1,000 tokens)")
     out, err = _run(capsys, *base, "--engine", "vllm", "--max-num-batched-tokens", "1024")
     assert err == "" and json.loads(out)["serving"]["profile_tokens"] == 1024

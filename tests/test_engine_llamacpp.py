@@ -130,6 +130,51 @@ def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
     assert e["prefill_s"] == pytest.approx(float(by_hand), rel=1e-9)
 
 
+@pytest.mark.parametrize("ubatch, eta, pairs", [
+    (256, Fraction(401, 1000), 256 * 256 + 256 * 512 + 256 * 768 + 256 * 1024),   # four micro-batches: 655,360
+    (1024, Fraction(620, 1000), 1024 * 1024),                                       # one: 1,048,576
+])
+def test_ubatch_sets_the_prompts_micro_batches(ubatch, eta, pairs):
+    """llama.cpp's -ub (``--ubatch``: n_ubatch) is the prompt's micro-batch in its expected time too, not only in
+    its compute buffer (one resolution, engine_memory.rule): the 1,024-token fp16 prompt of
+    test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak, by the same hand arithmetic, at -ub 256 runs
+    its GEMMs at 256 rows (the bf16 table's 0.401) in four micro-batches whose scores are 256 queries against 256,
+    512, 768 and 1,024 keys a head, at -ub 1024 at 1,024 rows (0.620) in one of 1,024 x 1,024; the conversions
+    and fp32 nodes are a token's whatever the micro-batch. The scores stay memory-bound (24 bytes at 0.88 of
+    1,008 GB/s, slower than their FLOPs at either GEMM fraction)."""
+    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
+    flops = 2 * 1024 * linear + 2 * VOCAB * DIM
+    gemm_s = Fraction(flops) / (eta * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
+    rate = Fraction(88, 100) * 1008 * 10 ** 9
+    attn_s = (32 * LAYERS * pairs * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
+              + 1024 * LAYERS * (56 * DIM + 28 * DIM + 20 * 1024 + 20 * 14_336)) / rate
+    e = _expected("rtx4090", dtype="fp16", batch=1, seq=1024, ubatch=ubatch)
+    assert e["prefill_gemm_s"] == pytest.approx(float(gemm_s), rel=1e-9)
+    assert e["prefill_compute_s"] == pytest.approx(float(gemm_s + attn_s), rel=1e-9)
+
+
+def test_flash_attn_runs_the_prompts_rectangles_without_scores_in_memory():
+    """Under -fa (``--flash-attn on``, or a q8_0 cache, which llama.cpp runs only so) the prompt's attention is
+    ggml_flash_attn_ext over each micro-batch's rectangle (512 x 512, then 512 x 1,024 keys a head: every cell,
+    masked), 4·128 FLOPs a pair, at the attention kernels' efficiency on the tiles they run at the prompt's 1,024
+    tokens (the table's 0.153 of the peak on a causal prefill's 524,800 unmasked pairs, read on FlashAttention-2's
+    128 x 64 tiles: 8 query blocks over 2, 4, ..., 16 key blocks, 589,824 pairs) of 165.2 TFLOP/s, with no scores
+    through memory and no Q-to-fp16, KQV-to-fp32 or cont of the heads: the fp32 nodes lose 20 q bytes a token and
+    layer (56·4,096 + 8·4,096 + 20·1,024 + 20·14,336). The GEMMs do not move."""
+    eta = Fraction(153, 1000) * Fraction(128 * 64 * 2 * 36, 1024 * 1025 // 2)
+    off = _expected("rtx4090", dtype="fp16", seq=1024)
+    on = _expected("rtx4090", dtype="fp16", seq=1024, flash_attn="on")
+    assert on["prefill_gemm_s"] == off["prefill_gemm_s"]
+    rate = Fraction(88, 100) * 1008 * 10 ** 9
+    core = Fraction(4 * 128 * 32 * LAYERS * (512 * 512 + 512 * 1024))
+    attn_s = (core / (eta * Fraction(1652, 10) * 10 ** 12)
+              + (1024 * LAYERS * (38_912 + 43_008) * 6 + 1024 * LAYERS * (56 * DIM + 8 * DIM + 20 * 1024
+                                                                          + 20 * 14_336)) / rate)
+    assert on["prefill_compute_s"] - on["prefill_gemm_s"] == pytest.approx(float(attn_s), rel=1e-9)
+    q8 = _expected("rtx4090", dtype="fp16", seq=1024, kv_format="q8_0")
+    assert q8["prefill_compute_s"] == on["prefill_compute_s"]
+
+
 def test_micro_batches_and_fp16_accumulation_are_llamacpps():
     """vLLM's prompt of 1,024 tokens on an RTX 4090 runs its GEMMs at 1,024 rows (0.620, times the 4090's square-matmul
     scale, 1.262) of the catalogue's 165.2 TFLOP/s;
@@ -291,5 +336,36 @@ def test_notebook_prompt_runs_split_into_tokens_and_materialised_scores(capsys):
                     f"a score {float(score) * 1e12:5.1f} ps = {float(score_bytes):4.1f} B (symllm "
                     f"{float(e_pair / pair - 1):+6.1%}); GEMMs {float(gemm_rate):5.1f} TFLOP/s, "
                     f"{float(gemm_rate / peak):.2f} of {float(peak)}")
+    with capsys.disabled():
+        print("\n" + "\n".join(rows))
+
+
+#: held-out llama-bench prompt runs that state -ub and -fa (not in tests/data/published_runs.json, nothing fitted on
+#: them): Gemma 2B F16 on one RTX 3090, FlashAttention on, (prompt tokens, -ub) -> tokens/s.
+#: ggml-org/llama.cpp PR #6646 (JohannesGaessler, "CUDA: faster FlashAttention for batch sizes > 1", April 2024, the
+#: opening table's PR column, its "batch size" llama-bench's -ub): pp4096 at -ub 512 13,149.46, at -ub 2048
+#: 13,651.72; PR #11583 ("CUDA: use mma PTX instructions for FlashAttention", February 2025, build 60958f60, its
+#: "Microbatch size" column): pp16384 at -ub 512 11,162.57, at -ub 2048 11,861.19 (both read 2026-11-29)
+UB_FA_RUNS = {(4096, 512): "13149.46", (4096, 2048): "13651.72", (16384, 512): "11162.57", (16384, 2048): "11861.19"}
+
+
+@pytest.mark.filterwarnings("ignore::symllm.errors.ContextWarning")  # pp16384 past Gemma's 8,192 positions, as run
+def test_ubatch_and_flash_attn_against_held_out_prompt_runs(capsys):
+    """Each held-out run (UB_FA_RUNS) at its -ub with -fa on: within 15% of the measured tokens/s, and a larger
+    micro-batch never predicted slower, as measured (pp4096: 1.04x from -ub 512 to 2048; pp16384: 1.06x). Printed
+    beside what the expected time gave before it read --ubatch and --flash-attn (-ub 512 without FlashAttention,
+    whatever the run stated)."""
+    rows, got = [], {}
+    for (seq, ub), tps in UB_FA_RUNS.items():
+        def rate(**options):
+            e = symllm.workload("gemma-2b", gpu="rtx3090", engine="llama.cpp", dtype="fp16", seq=seq, **options)
+            return seq / e["time"]["expected"]["prefill_s"]
+        got[seq, ub], before = rate(ubatch=ub, flash_attn="on"), rate()
+        error = got[seq, ub] / float(tps) - 1
+        assert abs(error) < 0.15, (seq, ub, error)
+        rows.append(f"gemma-2b F16 rtx3090 pp{seq} -ub {ub} -fa 1: measured {float(tps):9,.0f} t/s, symllm "
+                    f"{got[seq, ub]:9,.0f} ({error:+.1%}; before {before:,.0f}, {before / float(tps) - 1:+.1%})")
+    for seq in (4096, 16384):
+        assert got[seq, 2048] >= got[seq, 512]
     with capsys.disabled():
         print("\n" + "\n".join(rows))

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import symllm
-from symllm.costs import phases as costs, workloads
+from symllm.costs import phases as costs
 from symllm.arch import symbols as S
-from symllm.arch.dtypes import DTYPES
+from symllm.arch.dtypes import DTYPES, dtype_bytes
 from symllm.numbers.kernels import evaluate
 
 from .conftest import requires, saved_during
@@ -46,7 +46,7 @@ def test_kv_cache_bytes_after_prefill_and_decode_steps(cfg, w):
     torch.manual_seed(0)
     model = reference.build(cfg, device="cpu", dtype=TORCH_DTYPES[dtype])
     kv = costs.memory(symllm.model_for(cfg), "kv_cache")
-    beta = {S.beta_kv: workloads.dtype_bytes(dtype)}
+    beta = {S.beta_kv: dtype_bytes(dtype)}
     with torch.no_grad():
         model(torch.randint(0, cfg.vocab_size, (b, s)), start_pos=0, use_cache=True)
         assert model.kv_cache_bytes() == evaluate(kv, {**_vals(cfg, batch=b, seq=s, gen=0), **beta})

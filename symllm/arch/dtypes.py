@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-__all__ = ["BYTES", "DTYPES", "FP32", "BF16", "INT64", "INT4_SCALE_BYTES", "BNB_BLOCK", "OPTIMIZER_STATE", "OPTIMIZERS"]
+from symllm.validate import choice, integer
 
-#: bytes per element; int4 is completed by its group scales (symllm.costs.workloads.dtype_bytes)
+__all__ = ["BYTES", "DTYPES", "FP32", "BF16", "INT64", "INT4_SCALE_BYTES", "BNB_BLOCK", "OPTIMIZER_STATE", "OPTIMIZERS",
+           "dtype_bytes"]
+
+#: bytes per element; int4 is completed by its group scales (dtype_bytes)
 BYTES = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": Fraction(1, 2), "int64": 8}
 #: the dtypes a workload may name (``--dtype``, ``--kv-dtype``, ``--act-dtype``)
 DTYPES = {k: v for k, v in BYTES.items() if k != "int64"}
@@ -29,3 +32,17 @@ OPTIMIZER_STATE = {"adamw": 2 * FP32, "adamw-fused": 2 * FP32, "adamw-single": 2
                    "adamw-8bit": 2 + Fraction(2 * FP32, BNB_BLOCK), "adafactor": 0, "sgd-momentum": FP32, "sgd": 0}
 #: the optimizers ``--optimizer`` takes (``adamw``: torch's foreach AdamW, the default)
 OPTIMIZERS = tuple(OPTIMIZER_STATE)
+
+
+def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
+    """Bytes per element of ``name``, exact; int4 includes one fp16 scale per ``group_size`` weights.
+    ``field`` names the option in an error (``kv_dtype``, ``act_dtype``).
+
+    >>> dtype_bytes("bf16"), dtype_bytes("int4"), dtype_bytes("int4", group_size=32)
+    (2, Fraction(33, 64), Fraction(9, 16))
+    """
+    choice(field, name, DTYPES)
+    integer("group_size", group_size)
+    if name == "int4":
+        return DTYPES[name] + Fraction(INT4_SCALE_BYTES, group_size)
+    return DTYPES[name]

@@ -177,6 +177,16 @@ def _serve_options(args) -> dict:
     return serve
 
 
+def _own_working_set(serving: dict, given: int, held: int) -> str:
+    """What ``--max-num-batched-tokens`` does under an engine that holds its own working set (``held`` tokens, the
+    capacity's ``profile_tokens``): a micro-batch engine's step of that many tokens (llama.cpp's ``n_batch``: under
+    load, and the most its micro-batch takes: the capacity's ``ubatch``), else nothing."""
+    engine = serving["engine"]
+    if "ubatch" in serving:  # a micro-batch of n_ubatch = min(n_ctx, n_batch, -ub) tokens
+        return f"--max-num-batched-tokens {given:,} is {engine}'s n_batch: micro-batches of {held:,}"
+    return f"--max-num-batched-tokens ignored: {engine} holds its own working set ({held:,} tokens)"
+
+
 def _count(args, config, given: dict, ckpt: dict | None) -> int:
     """``count`` of one model (``config``, the workload options ``given``, a checkpoint's bytes ``ckpt``),
     printed."""
@@ -205,8 +215,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
         work["serving"] = serving.capacity(config, **given, **serve, evaluate=evaluate)
         profiled = work["serving"].get("profile_tokens", serve.get("max_num_batched_tokens"))
         if "max_num_batched_tokens" in serve and profiled != serve["max_num_batched_tokens"]:  # the engine's rule
-            warnings.warn(f"--max-num-batched-tokens ignored: {work['serving']['engine']} holds its own working set "
-                          f"({profiled:,} tokens)", OptionWarning)
+            warnings.warn(_own_working_set(work["serving"], serve["max_num_batched_tokens"], profiled),
+                          OptionWarning)
         if args.concurrency is not None or args.request_rate is not None:  # under load (symllm.costs.traffic)
             from symllm.costs import traffic
             held = work["serving"].get("most_sequences")  # a cache sized by the context: the engine under load is

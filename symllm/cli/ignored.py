@@ -15,7 +15,9 @@ __all__ = ["HARDWARE", "TIME_ONLY", "TIMED_HARDWARE", "TIMED_TRAINING", "APPLIES
 #: workload options only count and report use (fit and time on an accelerator): derive shows none of them
 HARDWARE = ("gpu", "gpu_memory", "gpu_bandwidth", "gpu_flops", "network", "tokens", "price")
 #: the options only a time reads (its efficiencies, bubble, power): no count, memory or bytes sent moves with them
-TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap")
+#: (llama.cpp's -ub and -fa: its expected prompt, and its serving memory under count --serve alone)
+TIME_ONLY = ("power_cap", "compute_dtype", "micro_batches", "schedule", "virtual_stages", "tp_overlap", "ubatch",
+             "flash_attn")
 #: of HARDWARE, those only a time reads (a plot's --gpu and --gpu-memory draw the card's capacity)
 TIMED_HARDWARE = ("network", "tokens", "price")
 #: the options only a training step's time or a network's reads (not one GPU's prefill and decode)

@@ -197,7 +197,7 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
 SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch",
-         "indexer_kv_dtype", "ubatch", "flash_attn")
+         "indexer_kv_dtype")
 
 
 def _running_limit(x: dict) -> str:

@@ -424,13 +424,6 @@ def _serving_options(s) -> None:
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
                         "0.35)")
-    s.add_argument("--ubatch", type=int, default=None, metavar="N",
-                   help="llama.cpp's -ub/--ubatch-size (n_ubatch): the micro-batch its compute buffer is reserved "
-                        "for, at most --max-num-batched-tokens (its n_batch) and the context (default 512)")
-    s.add_argument("--flash-attn", choices=_Choices("costs.engine_memory", "FLASH_ATTN"), default=None,
-                   help="llama.cpp's -fa: FlashAttention, no attention scores in its compute buffer, each "
-                        "sequence's cache padded to 256 cells, not 32 (default off, as in llama.cpp 4227c9be; on "
-                        "for a q8_0 or q4_0 --kv-format, which it runs only so)")
     s.add_argument("--indexer-kv-dtype", choices=_Choices("costs.dsv4_cache", "INDEXER_KEY_BYTES"), default=None,
                    help="DeepSeek-V4's indexer key cache (vLLM 0.33.0's indexer_kv_dtype; default fp8; mxfp4: "
                         "b200, gb200)")

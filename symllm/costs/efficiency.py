@@ -94,6 +94,7 @@ from symllm.costs import tp_overlap, weight_formats
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, training_tp_s
 from symllm.costs.dp_traffic import dp_collectives, p2p_s, training_dp_s
+from symllm.costs.engine_memory import prompt_micro_batch
 from symllm.costs.figures import KINDS, data, engine, engine_for, fraction as _x, interpolate
 from symllm.costs.host_step import ray_step_s, step_host_s
 from symllm.costs.fp8_casts import fp8_quantize_s
@@ -374,11 +375,12 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         """GEMMs of ``m`` token rows, of which the routed experts' see ``share`` of them."""
         return (Fraction(flops - experts) / (gemm(compute, m, rated) * capped * peak)
                 + (Fraction(experts) / (gemm(compute, m * share, rated) * capped * peak) if experts else 0))
-    # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most), the attention core at its causal
-    # FLOPs, weights at least once
+    # prefill: GEMMs at M = b·s rows (an engine's micro-batch at most: llama.cpp's n_ubatch and -fa as its memory
+    # resolves the workload's, engine_memory.prompt_micro_batch), the attention core at its causal FLOPs, weights at
+    # least once
     core = parts["prefill_core_flops"]
-    gemm_s = gemms(parts["prefill_flops"] - core, parts["prefill_expert_flops"],
-                   min(rows, serve["ubatch"]) if serve.get("ubatch") else rows, fast16 or peak)
+    micro, flash = prompt_micro_batch(serve, work) or (rows, False)
+    gemm_s = gemms(parts["prefill_flops"] - core, parts["prefill_expert_flops"], micro, fast16 or peak)
     # the attention core: the pairs of the kernel's tiles (masked blocks skipped, diagonal blocks whole) at the
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
@@ -394,18 +396,21 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
         scores = Fraction(core, 4 * parts["head_dim"])  # elements of QK^T (core = 4·b·n_h·d_h·s·s_kv·L)
         attn_s = max(Fraction(core) / (gemm(compute, work.seq, rated) * capped * peak),
                      4 * scores * Fraction(work.activation_bytes) / (stream(kind=kind) * bandwidth))
-    # llama.cpp's CUDA prompt without FlashAttention: its fp16 GEMMs' conversions and its scores in memory
+    # llama.cpp's CUDA prompt: its fp16 GEMMs' conversions, each micro-batch's scores against the cache so far in
+    # memory, or under -fa its whole rectangle in ggml_flash_attn_ext (no tile skipped: it masks every cell) at the
+    # measured attention kernels' efficiency on the tiles they run
     prompt = serve.get("cuda_prompt")
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         from symllm.costs.ggml import prompt_passes
         converted, scores, f32_bytes = prompt_passes(
-            seq=work.seq, ubatch=serve.get("ubatch") or work.seq, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
+            seq=work.seq, ubatch=micro, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
-            kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16)
+            kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16, flash_attn=flash)
         act = stream("fp16", kind) * bandwidth
-        attn_s = max(4 * heads * scores * work.batch / (gemm(compute, min(rows, serve.get("ubatch") or rows),
-                                                             rated) * capped * peak),
-                     scores * work.batch * _x(prompt["scores_bytes"]) / act)
+        attn_s = (4 * heads * scores * work.batch / (attention_prefill(work.seq, heads, tiles=True) * capped * peak)
+                  if flash else
+                  max(4 * heads * scores * work.batch / (gemm(compute, micro, rated) * capped * peak),
+                      scores * work.batch * _x(prompt["scores_bytes"]) / act))
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
         attn_s += f32_bytes * work.batch * _x(prompt.get("f32_passes", "0")) / act  # its element-wise nodes
     # never below the bound's compute term (its attention convention may count more than causal pairs)

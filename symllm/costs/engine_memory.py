@@ -43,8 +43,8 @@ from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
 from symllm.validate import choice, integer
 
-__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens",
-           "working_set", "warmup_tokens"]
+__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "prompt_micro_batch", "fraction", "default_fraction",
+           "kv_bytes", "context_tokens", "working_set", "warmup_tokens"]
 
 #: the parts of memory a rule names, in the order they are listed
 PARTS = ("non_torch", "weights", "activation")
@@ -119,6 +119,32 @@ def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None, kv_for
     if "cells_pad" in r:
         out["round_to"] = int(r["cells_pad"]["on" if on else "off"])
     return out
+
+
+def prompt_micro_batch(conventions: dict, work) -> tuple[int, bool] | None:
+    """The micro-batch a prompt of ``work`` (``batch`` x ``seq`` tokens) runs in under its inference engine
+    (``conventions``, :func:`symllm.costs.figures.engine_for`) where the engine runs one (llama.cpp; None
+    otherwise): ``(tokens, flash_attn)``, the tokens :func:`working_set`'s of the ``b·s`` prompt tokens,
+    ``min(b·s, n_ubatch)``; ``n_ubatch`` and FlashAttention the workload's ``ubatch``, ``flash_attn`` and
+    ``kv_format`` as :func:`rule` resolves them: one resolution for the engine's memory and its expected prompt.
+    (llama.cpp also caps ``n_ubatch`` at ``n_batch``, 2048 by default: a step's budget, not the workload's, so a
+    ``ubatch`` above it is taken as given here.)
+
+    >>> from symllm.costs.figures import engine
+    >>> from symllm.costs.workloads import Workload
+    >>> llama = engine("llama.cpp")
+    >>> prompt_micro_batch(llama, Workload(seq=4096, ubatch=1024, flash_attn="on", engine="llama.cpp"))
+    (1024, True)
+    >>> prompt_micro_batch(llama, Workload(seq=300)), prompt_micro_batch(llama, Workload(seq=300, batch=4))
+    ((300, False), (512, False))
+    >>> prompt_micro_batch(engine("vllm"), Workload()) is None
+    True
+    """
+    r = rule(conventions, work.ubatch, work.flash_attn, work.kv_format)
+    if "ubatch" not in r:
+        return None
+    rows = work.batch * work.seq
+    return working_set(r, conventions, work.seq, rows, rows)["tokens"], r["flash_attn"]
 
 
 def default_fraction(r: dict, gpu, tp: int = 1) -> Fraction:

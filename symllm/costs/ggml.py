@@ -147,31 +147,37 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
 
 #: llama.cpp's graph of a LLaMA layer (llm_build_llama: llm_build_norm, llm_build_kv, llm_build_ffn) run by the 2024
 #: CUDA backend one kernel a node, no two fused: its passes in fp32 beside the GEMMs, as (what, bytes a token and
-#: layer in d, q, kv and d_ff) -- 4 bytes an fp32 value read or written, 2 an fp16 one; a norm's or a broadcast
-#: weight's few values are not counted (read once a micro-batch)
+#: layer in d, q, kv and d_ff, whether the node is in the graph under FlashAttention) -- 4 bytes an fp32 value read or
+#: written, 2 an fp16 one; a norm's or a broadcast weight's few values are not counted (read once a micro-batch).
+#: Under -fa (llm_build_kqv) ggml_flash_attn_ext reads the permuted Q view and writes its fp32 output in the merged
+#: heads' order (a reshape, no cont): the two attention GEMMs' conversions and the cont are not run
 PROMPT_F32_OPS = (
     ("rms_norm then mul by its weight, before attention and before the FFN: read 4 and write 4, twice",
-     lambda d, q, kv, ff: 2 * (8 * d + 8 * d)),
-    ("rope of Q and K: read 4, write 4", lambda d, q, kv, ff: 8 * q + 8 * kv),
-    ("K and V copied into the fp16 cache (cpy f32 -> f16): read 4, write 2", lambda d, q, kv, ff: 6 * kv + 6 * kv),
+     lambda d, q, kv, ff: 2 * (8 * d + 8 * d), True),
+    ("rope of Q and K: read 4, write 4", lambda d, q, kv, ff: 8 * q + 8 * kv, True),
+    ("K and V copied into the fp16 cache (cpy f32 -> f16): read 4, write 2", lambda d, q, kv, ff: 6 * kv + 6 * kv,
+     True),
     ("KQ's Q to fp16 and KQV's fp16 product to fp32 (ggml_cuda_mul_mat_batched_cublas): 4 + 2 each",
-     lambda d, q, kv, ff: 6 * q + 6 * q),
-    ("the merged heads made contiguous (cont of the permuted KQV): read 4, write 4", lambda d, q, kv, ff: 8 * q),
-    ("two residual adds: read 4 + 4, write 4", lambda d, q, kv, ff: 2 * 12 * d),
-    ("silu of the gate (read 4, write 4), then mul by up (read 4 + 4, write 4)", lambda d, q, kv, ff: 20 * ff),
+     lambda d, q, kv, ff: 6 * q + 6 * q, False),
+    ("the merged heads made contiguous (cont of the permuted KQV): read 4, write 4", lambda d, q, kv, ff: 8 * q,
+     False),
+    ("two residual adds: read 4 + 4, write 4", lambda d, q, kv, ff: 2 * 12 * d, True),
+    ("silu of the gate (read 4, write 4), then mul by up (read 4 + 4, write 4)", lambda d, q, kv, ff: 20 * ff, True),
 )
 
 
 def prompt_passes(*, seq: int, ubatch: int, layers: int, d: int, d_ff: int, n_h: int, q: int, kv: int,
-                  convert: bool = True) -> tuple[int, int, int]:
+                  convert: bool = True, flash_attn: bool = False) -> tuple[int, int, int]:
     """Element counts of llama.cpp's 2024 CUDA prompt path beside its GEMMs, for one sequence of ``seq``
     tokens in micro-batches of ``ubatch`` (``engines."llama.cpp".cuda_prompt`` in efficiency.json):
     ``(converted, scores, f32_bytes)``. ``converted``: the fp32-to-fp16 inputs and fp16-to-fp32 outputs of its fp16
     weight GEMMs (wq, wk, wv each convert the normed input: ``3d``; wo ``q``; gate and up ``2d``; down
     ``d_ff``; outputs ``q + 2kv + d + 2d_ff + d``), 0 where ``convert`` is False; ``scores``: the attention
-    scores each micro-batch materialises against every key cached so far, over ``n_h`` heads and ``layers``;
+    scores of each micro-batch against every key cached so far (its whole rectangle, masked: materialised without
+    FlashAttention, the pairs ``ggml_flash_attn_ext`` runs with it), over ``n_h`` heads and ``layers``;
     ``f32_bytes``: the bytes its element-wise graph nodes read and write, whatever the weights
-    (:data:`PROMPT_F32_OPS`: ``56d + 28q + 20kv + 20d_ff`` a token and layer).
+    (:data:`PROMPT_F32_OPS`: ``56d + 28q + 20kv + 20d_ff`` a token and layer, ``56d + 8q + 20kv + 20d_ff`` under
+    ``flash_attn``).
 
     >>> # two micro-batches of 2 over 4 tokens, one layer, d 8, d_ff 16, 2 heads, q 8, kv 4:
     >>> # converted 4 tokens x (inputs 24 + 8 + 16 + 16, outputs 8 + 8 + 8 + 32 + 8) = 4 x 128 = 512;
@@ -179,11 +185,14 @@ def prompt_passes(*, seq: int, ubatch: int, layers: int, d: int, d_ff: int, n_h:
     >>> # f32 bytes 4 tokens x (56·8 + 28·8 + 20·4 + 20·16) = 4 x 1,072 = 4,288
     >>> prompt_passes(seq=4, ubatch=2, layers=1, d=8, d_ff=16, n_h=2, q=8, kv=4)
     (512, 24, 4288)
+    >>> # one micro-batch of 4 (scores 2 x 4 x 4 = 32); under -fa the f32 bytes lose 20q: 4 x (1,072 - 160) = 3,648
+    >>> prompt_passes(seq=4, ubatch=4, layers=1, d=8, d_ff=16, n_h=2, q=8, kv=4, flash_attn=True)
+    (512, 32, 3648)
     """
     inputs, outputs = 3 * d + q + 2 * d + d_ff, q + 2 * kv + d + 2 * d_ff + d
     converted = seq * layers * (inputs + outputs) if convert else 0
     pairs = sum(min(ubatch, seq - start) * min(start + ubatch, seq) for start in range(0, seq, ubatch))
-    f32 = seq * layers * sum(each(d, q, kv, d_ff) for _, each in PROMPT_F32_OPS)
+    f32 = seq * layers * sum(each(d, q, kv, d_ff) for _, each, with_fa in PROMPT_F32_OPS if with_fa or not flash_attn)
     return converted, layers * n_h * pairs, f32
 
 

@@ -306,7 +306,7 @@ def dsv4_layout(config, work, gpu) -> str | None:
 def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
           max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
           block_size: int | None = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
-          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, ubatch=None, flash_attn=None, **options):
+          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
     computed (the command line calls it before the workload): no GPU, pipeline stages of a model whose cache is read
     from its config's every layer (module docstring), a KV cache vLLM does not serve DeepSeek-V4 in, widths its
@@ -336,8 +336,7 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
         raise SymllmError(f"pp: {work.pp}; serving reads {whole} of every layer, not a stage's")
     kv_rule = check_options(cfg, work, gpu, gpu_memory_utilization=gpu_memory_utilization,
                             max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
-                            kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype,
-                            ubatch=ubatch, flash_attn=flash_attn)
+                            kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype)
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
         if kv_rule["sized_by"] == "context":
             raise SymllmError(f"engine: DeepSeek-V4's caches are laid out as vLLM's pool; {kv_rule['name']} sizes its "
@@ -362,8 +361,7 @@ def _whole_model_cache(cfg) -> str | None:
 
 
 def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batched_tokens=None, block_size=None,
-                  non_torch=None, kv_cache_bytes=None, max_num_seqs=None, indexer_kv_dtype=None, ubatch=None,
-                  flash_attn=None) -> dict:
+                  non_torch=None, kv_cache_bytes=None, max_num_seqs=None, indexer_kv_dtype=None) -> dict:
     """The refusals of :func:`check` that read the engine and the options alone, not the layout: a training engine
     (no KV-cache memory rule: :func:`symllm.costs.engine_memory.rule`), ``indexer_kv_dtype`` on a model without
     DeepSeek-V4's indexer, each option's value; every door that serves calls it (``count --serve`` through
@@ -378,8 +376,9 @@ def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batche
     symllm.errors.SymllmError: engine: megatron trains only; serving takes an inference engine (docs/serving.md)
     """
     from symllm.costs.figures import engine
-    # its memory rule (engine_memory), refused where it has none; llama.cpp's micro-batch options resolved in it
-    kv_rule = rule_of(engine(work.engine, "inference"), ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
+    # its memory rule (engine_memory), refused where it has none; llama.cpp's micro-batch options (the workload's
+    # ubatch and flash_attn) resolved in it
+    kv_rule = rule_of(engine(work.engine, "inference"), work.ubatch, work.flash_attn, work.kv_format)
     if indexer_kv_dtype is not None and getattr(cfg, "hc_mult", None) is None:
         raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
     memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)
@@ -397,8 +396,7 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
              max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
              block_size: int | None = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
-             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, ubatch=None, flash_attn=None,
-             **options) -> dict:
+             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
     """The engine's KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
     ``kv_dtype`` / ``kv_format``, ``weight_format``, ``engine``: vLLM's paged cache by default; the context per
     request, vLLM's ``max_model_len``, is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak",
@@ -416,8 +414,9 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
     ``indexer_kv_dtype``: DeepSeek-V4's indexer cache, "fp8" or "mxfp4" (vLLM 0.33.0; None: its default, fp8).
-    ``ubatch``, ``flash_attn``: llama.cpp's ``-ub`` and ``-fa`` (its compute buffer and cache padding:
-    :func:`symllm.costs.engine_memory.micro_batch`; None: its own, 512 and off).
+    The workload's ``ubatch`` and ``flash_attn``: llama.cpp's ``-ub`` and ``-fa`` (its compute buffer and cache
+    padding: :func:`symllm.costs.engine_memory.micro_batch`; None: its own, 512 and off); ``ubatch`` and
+    ``flash_attn`` in the result where the engine runs a micro-batch, as resolved.
     ``kv_cache_bytes`` replaces the estimate by a measured figure (vLLM's "Available KV cache memory").
     ``evaluate``: ``work -> symllm.costs.phases.workload(config, work)`` by other means (``config`` then a
     ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the kernels an earlier count kept); None: the formulas.
@@ -429,12 +428,12 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
                            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                            non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
-                           indexer_kv_dtype=indexer_kv_dtype, ubatch=ubatch, flash_attn=flash_attn, **options)
+                           indexer_kv_dtype=indexer_kv_dtype, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
-    # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa resolved in it
-    kv_rule = rule_of(conventions, ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
+    # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa (the workload's) resolved in it
+    kv_rule = rule_of(conventions, work.ubatch, work.flash_attn, work.kv_format)
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
@@ -516,7 +515,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     shared = {**named, "gpu": gpu.name, "memory": gpu.usable, "weights": weights, "activation_peak": activation,
               "non_torch": non_torch, "max_num_batched_tokens": max_num_batched_tokens,
               "profile_tokens": working["tokens"], "tp": work.tp, "pp": work.pp, "ep": work.ep,
-              "moe_workspace": moe, "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid}
+              "moe_workspace": moe, "sampler_rows": rows, "sampler_peak": sampler, "nccl": nccl, **laid,
+              **{k: kv_rule[k] for k in ("ubatch", "flash_attn") if k in kv_rule}}  # a micro-batch's, resolved
     if util is None and kv_cache_bytes is None:  # a cache sized by the context: batch sequences of it, no pool
         tokens = context_tokens(kv_rule, context, work.batch)
         held = tokens * per_token + work.batch * state

@@ -20,19 +20,19 @@ import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import lru_cache
 
 from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
+from symllm.costs.engine_memory import FLASH_ATTN, rule as engine_rule
 from symllm.costs import expert_layout, tp_overlap, weight_formats
-from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
+from symllm.arch.dtypes import DTYPES, OPTIMIZERS, dtype_bytes  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
-__all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "dtype_bytes", "options",
+__all__ = ["Workload", "Option", "RECOMPUTE", "ATTENTION", "LOGITS", "STACKS", "options",
            "PHASES", "MEMORY_KINDS", "TRAINING_MEMORY", "with_stated", "symbol_codes", "tp_layout"]
 
 #: the FLOP phases :func:`symllm.costs.phases.flops` knows (here, without SymPy: the command line checks them)
@@ -75,20 +75,6 @@ def check_stack(stack) -> None:
     if stack in _RENAMED:
         raise SymllmError(f"stack: {stack!r} was {_RENAMED[stack]}")
     choice("stack", stack, STACKS)
-
-
-def dtype_bytes(name: str, group_size: int = 128, *, field: str = "dtype") -> int | Fraction:
-    """Bytes per element of ``name``, exact; int4 includes one fp16 scale per ``group_size`` weights.
-    ``field`` names the option in an error (``kv_dtype``, ``act_dtype``).
-
-    >>> dtype_bytes("bf16"), dtype_bytes("int4"), dtype_bytes("int4", group_size=32)
-    (2, Fraction(33, 64), Fraction(9, 16))
-    """
-    choice(field, name, DTYPES)
-    integer("group_size", group_size)
-    if name == "int4":
-        return DTYPES[name] + Fraction(INT4_SCALE_BYTES, group_size)
-    return DTYPES[name]
 
 
 @dataclass(frozen=True)
@@ -275,6 +261,12 @@ class Workload:
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
                               "the default (Llama's transformers tp plan; hf: its plan for the model's family)",
                               shapes=engine_shape)
+    #: llama.cpp's micro-batch (-ub) and FlashAttention (-fa): its serving memory and its prompt's expected time,
+    #: resolved once with the engine's defaults (symllm.costs.engine_memory.micro_batch); None: the engine's
+    ubatch: int | None = _opt(None, "llama.cpp's -ub (n_ubatch): tokens a micro-batch, at most its n_batch "
+                              "(--max-num-batched-tokens) and the context (default 512)")
+    flash_attn: str | None = _opt(None, f"llama.cpp's -fa: {' or '.join(FLASH_ATTN)} (default off, as llama.cpp "
+                                  "4227c9be; on for a q8_0 or q4_0 --kv-format, which it runs only so)")
     #: micro-batches of ``batch`` sequences each data-parallel rank runs through the pipeline per step
     micro_batches: int = _opt(1, "micro-batches of --batch sequences per training step (pipeline bubble, "
                               "tokens per step)", training=True)
@@ -372,6 +364,8 @@ class Workload:
             if "kv_dtype" not in self.derived and self.kv_dtype != natural:
                 raise SymllmError(f"kv_format: give --kv-format or --kv-dtype, not both (got {self.kv_format!r} "
                                   f"and {self.kv_dtype!r})")
+        if self.ubatch is not None or self.flash_attn is not None:  # refused where no micro-batch runs them
+            engine_rule(figures.engine_for(self.engine, "inference"), self.ubatch, self.flash_attn, self.kv_format)
         if self.stack not in COMPONENT_STACKS and (self.lora_rank is not None or self.tp > 1 or self.pp > 1
                                                    or self.ep > 1):
             # LoRA's and the per-GPU memory use the component tree's tensors: refused rather than mixed
