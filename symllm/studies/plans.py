@@ -292,6 +292,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     experts = spc.n_experts
     # a serving engine's own expert parallelism (vLLM's tp x dp: symllm.costs.expert_layout): only what it runs
     whole = not training and expert_layout.declared(engine_for(work.engine, "inference")["name"])
+    spans = whole and expert_layout.declared(work.engine)  # tp x dp at tp > 1 where the engine is named (count's)
     # training under such an engine: none (its own layout serves only, symllm's is not the engine's)
     serves_only = training and expert_layout.declared(work.engine) is not None
     rows = []  # one tuple a layout, in _KEYS' order
@@ -301,8 +302,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
             continue
         for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
-            eps = [e for e in (sorted({1, tp * dp}) if whole else _divisors(dp)) if experts % e == 0
-                   ] if experts and not serves_only else [1]
+            eps = [e for e in (sorted({1, tp * dp}) if spans else _divisors(dp)) if experts % e == 0
+                   and (not whole or e in (1, tp * dp))] if experts and not serves_only else [1]
             for ep in eps:
                 if not training:
                     rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
@@ -395,9 +396,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     etas = {}  # (the experts' GEMM efficiencies the floors read, by their rows)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
-    # a serving row as its engine serves it (count --serve's, :func:`symllm.costs.serving.capacity`'s engine)
-    laid_work = work if training or work.engine else work.replace(engine=out.engine)
-    experts = _experts(laid_work, cols)  # each row's routed experts under tp, as its engine lays them out
+    # each row's routed experts under tp as its engine lays them out (serving: count --serve's engine, whose KV cache
+    # :func:`symllm.costs.serving.capacity` sizes from them)
+    experts = _experts(work if training or work.engine else work.replace(engine=out.engine), cols)
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist(), experts.tolist())))
     gathers = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2))  # an sp group's float8 all-gathers, as count's
     for zero, rec, seq_par, laid in groups:
@@ -479,11 +480,17 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         batches.setdefault(at, []).append(r["batch"])
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
-    decoded = work if training else served_by.decode_point(laid_work)  # by the expected time where it exists (ranks)
+    decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
+    # a row whose experts its engine spreads over tp x dp (no engine named: the serving engine's, as its KV cache and
+    # peak read them) is timed as that engine lays it out
+    spread = {at for at, e in zip(zip(*(cols[k].tolist() for k in ranks.LAYOUT[False])), experts.tolist())
+              if e == "tp_x_dp"} if not training and not work.engine else set()
+    served_as = decoded.replace(engine=out.engine) if spread else decoded
     if not training:  # a replica's best batch, the largest it holds (its tokens/s rise with it: ranks.LAYOUT)
         rows = ranks.rank(rows, training, None, best=0, layout=lambda r: key[id(r)])
-    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at),
-                      floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
+    rows = ranks.rank(rows, training, lambda r: ranks.expected(
+        spc, served_as if key[id(r)] in spread else decoded, r, training, workload_at),
+        floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
     for r in rows:
         r["batches"] = [min(batches[key[id(r)]]), max(batches[key[id(r)]])]
         said = r.get("expected", {}).pop("tp_overlap", None)  # the plan's, not a row's number

@@ -68,7 +68,7 @@ def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
     e = evaluate(work.replace(**layout))["time"].get("expected") or {}  # (none: ranked by its bound)
     keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost",
              "tp_overlap") if training else ("decode_token_s", "tokens_per_s"))
-    return {k: e[k] for k in keys if k in e}
+    return {k: e[k] for k in keys if e.get(k) is not None}  # (a figure not answered: ranked by its bound)
 
 
 def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: dict | None = None) -> np.ndarray:
