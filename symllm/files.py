@@ -19,7 +19,8 @@ atomically where it can; the content is always complete (in a temporary file) be
   behind; the short name also leaves room for target names up to the 255-byte limit;
 * any other existing regular file (hard links, another owner or group, ACLs, a folder we may not write
   in, ``/dev/stdout`` redirected to a file) is updated in place from the complete temporary file, as a
-  plain write would: its inode, owner, group, mode and links stay;
+  plain write would: its inode, owner, group, mode and links stay; Ctrl-C or SIGTERM during that copy
+  is handled once it is done, so the file is old or new, never half of each;
 * a FIFO, a character or block device (``/dev/null``, ``/dev/full``, a terminal, a pipe) is written
   directly, as a plain write would; a write error (``/dev/full``: no space) is reported;
 * an existing file a plain write may not overwrite (no write permission, or no ``w`` bit at all, even
@@ -36,6 +37,7 @@ import json
 import os
 import stat
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 from symllm.errors import SymllmError
@@ -268,9 +270,39 @@ def _keeps_identity(tmp_fd: int, st: os.stat_result, target: Path) -> bool:
     return True
 
 
+@contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM received in the block are handled as it ends, by the handlers they had (Python runs
+    them in the main thread only; a handler set outside Python is left alone)."""
+    import signal
+    import threading
+    held, kinds = [], (signal.SIGINT, signal.SIGTERM)
+    before = [signal.getsignal(sig) for sig in kinds]
+    if threading.current_thread() is not threading.main_thread() or None in before:
+        yield
+        return
+    try:
+        for sig in kinds:
+            signal.signal(sig, lambda signum, frame: held.append(signum))
+        yield
+    finally:
+        try:  # each restored, even if a handler raises as the first is
+            signal.signal(kinds[0], before[0])
+        finally:
+            signal.signal(kinds[1], before[1])
+            if held:
+                signal.raise_signal(held[0])
+
+
 def _copy_in_place(src: int, path: Path, size: int) -> None:
     """Copy ``size`` bytes of the complete file ``src`` into the existing file at ``path`` (its inode,
-    owner, mode and links stay): room is reserved first, so a full disk fails before anything changes."""
+    owner, mode and links stay): room is reserved first, so a full disk fails before anything changes, and
+    a signal waits for the copy (:func:`_signals_held`; an interrupted one left the file half new)."""
+    with _signals_held():
+        _copy(src, path, size)
+
+
+def _copy(src: int, path: Path, size: int) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode) and size > os.fstat(fd).st_size and hasattr(os, "posix_fallocate"):
@@ -472,11 +504,13 @@ def write_atomic(path, content: str | bytes | Callable, *, newline: str = "\n",
     except OSError as e:
         raise _oserror(raw, e) from None
     finally:  # also on KeyboardInterrupt and the CLI's SIGTERM exception
-        if fd is not None:
-            os.close(fd)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        try:
+            if fd is not None:
+                os.close(fd)
+        finally:  # a signal's exception, raised as os.close returns, skipped the removal (Windows needs it closed)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
     return path

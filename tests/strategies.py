@@ -1238,11 +1238,16 @@ def engine_runs(options: dict) -> dict:
     splits a model by layers (llama.cpp: its ``--pp``), no fp8 weights or activations under an inference engine
     without FP8 GEMMs, no KV cache it cannot hold (efficiency.json ``engines``' ``gpu_split``, ``fp8_gemm`` and
     ``kv_formats``; not known: the model's fp32, fp16 or bf16), and no KV format some engine holds on some cards and
-    models only (``kv_format_sm``: nvfp4), with or without an engine."""
-    from symllm.costs import figures
+    models only (``kv_format_sm``: nvfp4), with or without an engine; no weight format the engine (or, without one, no
+    engine declaring it) runs on the card (``weight_formats``: symllm.costs.weight_formats.route)."""
+    from symllm.costs import accelerators, figures
+    from symllm.costs.weight_formats import route
     engines = [figures.engine(n) for n in figures.data()["engines"] if n != "about"]
     card_bound = {v for e in engines for v in e.get("kv_format_sm") or {}}  # (held on some cards and models only)
     options = {k: v for k, v in options.items() if not (k in ("kv_format", "kv_dtype") and v in card_bound)}
+    if options.get("gpu") is not None and route(options.get("weight_format"), options.get("engine"),
+                                                accelerators.gpu(options["gpu"]).sm) == "none":
+        options = {k: v for k, v in options.items() if k != "weight_format"}
     if options.get("engine") is None:
         return options
     entry, out = figures.engine(options["engine"]), dict(options)

@@ -145,6 +145,25 @@ def test_tgi_counts_a_mixture_s_flops_by_its_config_json_keys():
     assert engine_memory.warmup_tokens(tgi, "mixtral-8x7b", accelerators.gpu("h100-sxm"), tp=2) == 32_768
 
 
+def test_tgi_has_no_head_width_where_the_heads_do_not_divide_the_hidden_size():
+    """TGI v3.3.6 launcher/src/main.rs (tag v3.3.6, efb94e0), From<RawConfig> for Config: head_dim = config.json's
+    head_dim, else hidden_size / num_attention_heads only 'if hidden_size % num_attention_heads == 0', else None;
+    Config::get_head_dim is then None (no text_config), so Config::flop and Config::model_vram are None: no
+    compute_optimal (default_optimal, 4096) and no vram_maximum, only max_position_embeddings (131,072 here). A
+    qwen3 config.json with Llama 3.1 8B's sizes but hidden_size 4100 and no head_dim (32 heads: 4100 / 32 = 128.125;
+    transformers' Qwen3Config defaults head_dim to 128, 4100 // 32 is 128 too) gets 4096 on an H100; stating
+    head_dim 128 gives compute_optimal: Config::flop = 32 x (3 x 2·32·128·4100 + 2 x 2·8·128·4100 +
+    2·3·4100·14336) = 15,047,065,600, 900e12 // that = 59,812 (what symllm gave both before: it rounded down)."""
+    h100, tgi = accelerators.gpu("h100-sxm"), engine_memory.rule("tgi")
+    odd = {"model_type": "qwen3", "hidden_size": 4100, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+           "max_position_embeddings": 131072}
+    assert engine_memory.warmup_tokens(tgi, odd, h100) == 4096
+    flop = 32 * (3 * 2 * 32 * 128 * 4100 + 2 * 2 * 8 * 128 * 4100 + 2 * 3 * 4100 * 14336)
+    assert flop == 15_047_065_600 and 900 * 10 ** 12 // flop == 59_812
+    assert engine_memory.warmup_tokens(tgi, {**odd, "head_dim": 128}, h100) == 59_812
+
+
 def test_a_gemma3_config_json_is_read_with_its_wrapper_and_its_text_config_without():
     """The same Gemma 3 language model, as google/gemma-3-4b-pt's config.json holds it (model_type gemma3, a
     text_config and a vision_config) and as its text_config alone (model_type gemma3_text, a text-only config):
@@ -178,8 +197,9 @@ def test_vllm_and_trtllm_rules_are_unchanged():
     # KVCache(max_batch_size, max_seq_length, ...) in every layer
     ("gpt-fast", 1001, 1, 1008),
     ("gpt-fast", 1001, 4, 4032),
-    # llama.cpp llama_kv_cache_init: kv_size = n_ctx cells, whatever the free memory
-    ("llama.cpp", 1001, 2, 2002),
+    # llama.cpp 4227c9be llama_model::create_memory: kv_size = n_ctx cells, whatever the free memory, each
+    # sequence's padded to a multiple of 32 without FlashAttention (get_padding): 1001 -> 1024, x 2
+    ("llama.cpp", 1001, 2, 2048),
     ("hf", 4096, 1, 4096),
 ])
 def test_a_cache_sized_by_the_context_holds_batch_sequences_of_it(engine, seq, batch, tokens):
@@ -244,6 +264,83 @@ def test_gpt_fast_holds_its_prefill_of_the_whole_prompt():
     assert r["profile_tokens"] == 1000 and r["activation_peak"] >= 1000 * 128_256 * 2
     assert _cap("gpt-fast", seq=1000, gen=3000, max_num_batched_tokens=2048)["activation_peak"] == r["activation_peak"]
     assert _cap("gpt-fast", seq=2000)["activation_peak"] > r["activation_peak"]
+
+
+@pytest.mark.parametrize("flash_attn,cells", [
+    # llama.cpp 4227c9be llama_kv_cache_unified::get_padding: 'cparams.flash_attn ? 256u : 32u'; create_memory pads
+    # each stream's n_ctx to it: 1025 cells -> 33 x 32 = 1056 without, 5 x 256 = 1280 with -fa
+    ("off", 1056),
+    ("on", 1280),
+])
+def test_llama_cpp_pads_each_sequence_cache_by_flash_attn(flash_attn, cells):
+    r = _cap("llama.cpp", seq=1025, batch=3, flash_attn=flash_attn)
+    assert (r["kv_tokens"], r["kv_cache_bytes"]) == (3 * cells, 3 * cells * PER_TOKEN)
+
+
+def test_llama_cpp_compute_buffer_by_ubatch_and_flash_attn_by_hand():
+    """llama.cpp 4227c9be reserves its compute buffer for n_tokens = min(n_ctx, n_ubatch) tokens, n_ubatch =
+    min(n_batch, -ub) (llama_context's constructor), every one an output. Without -fa (the default) its peak is the
+    scores of the micro-batch against the whole cache (build_attn_mha's kq, F32); with -fa (ggml_flash_attn_ext) none
+    are held and the forward binds. By hand for Llama 3.1 8B (32 heads, d = q = 4096, vocab 128,256) at a 4096-token
+    context:
+
+    * -ub 256, no -fa: scores 4096 x 256 x 32 x 4 = 128 MiB, mask 4096 x 256 x 4 = 4 MiB, input and queries 2 x 256 x
+      4096 x 4 = 8 MiB: 140 MiB;
+    * -ub 1024, no -fa: 512 + 16 + 32 = 560 MiB;
+    * -fa: at least the F32 logits, 256 x 128,256 x 4 = 125.25 MiB (1024 rows: 501 MiB), below the scores'
+      moment; and -ub past n_batch (--max-num-batched-tokens 768) takes n_batch."""
+    mib = 2 ** 20
+    small, large = _cap("llama.cpp", ubatch=256), _cap("llama.cpp", ubatch=1024)
+    assert (small["profile_tokens"], small["activation_peak"]) == (256, 140 * mib)
+    assert (large["profile_tokens"], large["activation_peak"]) == (1024, 560 * mib)
+    fast = _cap("llama.cpp", ubatch=256, flash_attn="on")
+    assert 256 * 128_256 * 4 <= fast["activation_peak"] < small["activation_peak"]
+    assert 1024 * 128_256 * 4 <= _cap("llama.cpp", ubatch=1024, flash_attn="on")["activation_peak"] < 560 * mib
+    assert _cap("llama.cpp", ubatch=1024, max_num_batched_tokens=768)["profile_tokens"] == 768
+
+
+#: GLM-Z1-32B-0414 as llama.cpp's log prints it (glm4: n_embd 6144, n_layer 61, n_head 48, n_head_kv 2, head 128,
+#: n_ff 23040, n_vocab 151552): LLaMA's shapes (its post-norms, fused gate-up and q/k/v biases not held)
+GLM_Z1_32B = dict(name="glm-z1-32b-0414", dim=6144, n_layers=61, n_heads=48, n_kv_heads=2, vocab_size=151552,
+                  hidden_dim=23040)
+
+
+def test_llama_cpp_flash_attn_compute_buffer_against_its_printed_size():
+    """Checked, not fitted. ikawrakow/ik_llama.cpp PR #344 (ubergarm's comment of 2025-04-26, read 2026-11-29) logs
+    mainline llama.cpp build 5192 (e59a5f1e) running llama-sweep-bench -fa -ctk f16 -ctv f16 -c 32768 -ngl 99 on
+    bartowski's THUDM_GLM-Z1-32B-0414-IQ4_XS.gguf, an RTX 3090 Ti: n_ctx 32768, n_batch 2048, n_ubatch 512,
+    flash_attn 1, 'CUDA0 KV buffer size = 1952.00 MiB', 'CUDA0 compute buffer size = 353.00 MiB'. symllm's forward
+    of 512 tokens holds the F32 logits (512 x 151,552 x 4 = 296 MiB) and two hidden states: 320 MiB (-9%; the F16
+    mask, 32768 x 512 x 2 = 32 MiB, is not counted); without -fa it would hold the scores, 3 GiB."""
+    from symllm.arch.config import ModelConfig
+    glm = ModelConfig(**GLM_Z1_32B)
+    r = serving.capacity(glm, gpu="rtx3090", seq=32768, dtype="fp16", engine="llama.cpp", flash_attn="on")
+    assert r["kv_cache_bytes"] == 1952 * 2 ** 20  # 61 layers x 2 x 256 x 2 bytes x 32768 cells
+    assert abs(r["activation_peak"] / (353 * 2 ** 20) - 1) < Fraction(15, 100)
+    off = serving.capacity(glm, gpu="rtx3090", seq=32768, dtype="fp16", engine="llama.cpp")
+    assert off["activation_peak"] > 8 * r["activation_peak"]
+
+
+def test_llama_cpp_runs_a_quantized_cache_with_flash_attn():
+    """llama.cpp 4227c9be, llama_init_from_model (src/llama-context.cpp): 'V cache quantization requires flash_attn'
+    and no context without it: --kv-format q8_0 (K and V, 34 bytes a 32: Llama 3.1 8B's 32 x 2 x 1024 x 34 / 32 =
+    69,632 bytes a token) takes -fa, its cells padded to 256 (1025 -> 1280) and no scores held; -fa off is refused."""
+    r = _cap("llama.cpp", seq=1025, kv_format="q8_0")
+    assert (r["kv_tokens"], r["kv_bytes_per_token"]) == (1280, 69_632)
+    assert r["activation_peak"] == _cap("llama.cpp", seq=1025, kv_format="q8_0", flash_attn="on")["activation_peak"]
+    with pytest.raises(SymllmError, match=re.escape("flash_attn: got 'off'; llama.cpp's quantized V cache (q8_0) "
+                                                    "needs FlashAttention (-fa)")):
+        _cap("llama.cpp", kv_format="q8_0", flash_attn="off")
+
+
+@pytest.mark.parametrize("option,value,line", [
+    ("ubatch", 256, "ubatch: got 256; vllm has no micro-batch option (llama.cpp's -ub, n_ubatch)"),
+    ("flash_attn", "on", "flash_attn: got 'on'; gpt-fast has no micro-batch option (llama.cpp's -fa, flash_attn)"),
+])
+def test_micro_batch_options_apply_to_llama_cpp_only(option, value, line):
+    engine = "vllm" if option == "ubatch" else "gpt-fast"
+    with pytest.raises(SymllmError, match=re.escape(line)):
+        _cap(engine, **{option: value})
 
 
 @pytest.mark.parametrize("n_ctx,printed_mib", [

@@ -352,7 +352,8 @@ def test_ctrl_c_is_one_line_and_exit_130(cli, monkeypatch):
 #: a sitecustomize for the processes below: holds one step until the test lets it go (the file MARK.go,
 #: or 30 s) and says when it starts, so that a signal lands exactly there (SYMLLM_TEST_SLOW: "import" the
 #: import of symllm.costs.workloads, which symllm.cli makes; "unlink" the removal of a .symllm-*.tmp file;
-#: "exit" an atexit handler after main() returned)
+#: "close" the closing of one; "write" each os.write to a file out.csv, once done; "exit" an atexit handler
+#: after main() returned)
 _SLOW_STEP = """
 import atexit, os, sys, time
 _mark, _step = os.environ["SYMLLM_TEST_MARK"], os.environ["SYMLLM_TEST_SLOW"]
@@ -378,6 +379,23 @@ def _slow_unlink(path, *a, **k):
     return _unlink(path, *a, **k)
 
 os.unlink = _slow_unlink
+_close = os.close
+
+def _slow_close(fd):
+    if _step == "close" and os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".symllm-"):
+        _slow()
+    return _close(fd)
+
+os.close = _slow_close
+_write = os.write
+
+def _slow_write(fd, data):
+    done = _write(fd, data)
+    if _step == "write" and os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) == "out.csv":
+        _slow()
+    return done
+
+os.write = _slow_write
 if _step == "exit":
     atexit.register(lambda: os.path.exists(_mark + ".armed") and _slow())
 """
@@ -440,6 +458,42 @@ def test_second_signal_during_cleanup(tmp_path, first, second, code, line):
     _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (code, f"symllm: {line}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_first_signal_during_another_failures_cleanup(tmp_path):
+    """SIGTERM while write_atomic cleans up after another failure (every point of the sweep invalid, found
+    after its last chunk): exit 143, one line, no temporary file (the signal raised as the temporary file's
+    descriptor closed, before its name was removed, and the .symllm-*.tmp file stayed)."""
+    proc, mark = _slowed(tmp_path, "close", ["sweep", "--base", "llama3-8b", "--dim", "1:3", "--quantity", "params",
+                                             "-o", str(tmp_path / "out.csv")])
+    _wait_for(proc, mark.exists, "the cleanup")
+    proc.send_signal(signal.SIGTERM)
+    _let_go(mark)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (143, "symllm: terminated\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks"]
+
+
+@pytest.mark.skipif(not LINUX, reason="POSIX signals")
+def test_sigterm_while_an_existing_file_is_updated_in_place(tmp_path):
+    """SIGTERM while the complete temporary file is copied into an existing file with a second hard link:
+    the copy finishes, then exit 143 with one line; the file holds every row, as the link does (the copy
+    stopped after its first MiB: the new rows' start, then bytes that were never written)."""
+    out = tmp_path / "out.csv"
+    out.write_text("old\n")
+    os.link(out, tmp_path / "link.csv")
+    proc, mark = _slowed(tmp_path, "write", ["sweep", "--base", "llama3-8b", "--dim", "128:65536:128",
+                                             "--n-layers", "1:128", "--quantity", "params", "-o", str(out)])
+    _wait_for(proc, mark.exists, "the copy")
+    proc.send_signal(signal.SIGTERM)
+    _let_go(mark)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (143, "symllm: terminated\n")
+    lines = (tmp_path / "link.csv").read_text().splitlines()
+    assert lines[0].startswith("dim,n_layers,") and len(lines) == 1 + 512 * 128, len(lines)  # header, dim x n_layers
+    assert lines[-1].startswith("65536,128,") and "\0" not in lines[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks", "link.csv", "out.csv"]
 
 
 @pytest.mark.skipif(not LINUX, reason="POSIX signals")

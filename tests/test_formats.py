@@ -24,6 +24,7 @@ from symllm.costs import formats as F
 from symllm.costs.kv_formats import kv_bytes_per_element
 from symllm.errors import SymllmError
 from .strategies import hf_configs
+from .tiny_models import DELTANET, EXPERTS, TINY, TINY_MLA
 
 gguf = pytest.importorskip("gguf")
 
@@ -385,3 +386,190 @@ def test_derive_warns_weight_format_ignored(cli):
     """derive's quantities do not use the weight format: it says so on stderr."""
     r = cli(["derive", "--component", "attention", "--quantity", "flops", "--weight-format", "Q4_K_M"])
     assert r.code == 0 and "--weight-format does not apply" in r.err
+
+
+#: transformers' class, its config's class, the config and gguf-py's architecture, for each architecture symllm names
+#: in GGUF since issue 40
+GGUF_NAMED = {
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(TINY, pad_token_id=0, bos_token_id=0, eos_token_id=0), "PHI3"),
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config", dict(TINY_MLA, topk_method="greedy"), "DEEPSEEK2"),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config", dict(TINY_MLA, q_lora_rank=8), "DEEPSEEK2"),
+    "gpt_oss": ("GptOssForCausalLM", "GptOssConfig", dict(TINY, num_local_experts=4, num_experts_per_tok=2, head_dim=8,
+                sliding_window=4, layer_types=["sliding_attention", "full_attention"]), "GPT_OSS"),
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", dict(TINY, num_experts=4, num_experts_per_tok=2,
+                  moe_intermediate_size=16, shared_expert_intermediate_size=24), "QWEN2MOE"),
+    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", dict(TINY, **DELTANET, **EXPERTS), "QWEN3NEXT"),
+    "qwen3_5": ("Qwen3_5ForCausalLM", "Qwen3_5TextConfig", dict(TINY, **DELTANET), "QWEN35"),
+    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeTextConfig", dict(TINY, **DELTANET, **EXPERTS), "QWEN35MOE"),
+    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig", dict(TINY, n_routed_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=8, n_shared_experts=1, first_k_dense_replace=1, head_dim=8,
+                 num_nextn_predict_layers=0), "GLM4_MOE"),
+}
+
+
+def _converted(hf: str) -> list[str]:
+    """The HF names llama.cpp's converter (convert_hf_to_gguf / conversion/*.py) maps for one of transformers'
+    parameters: MLA's kv_b_proj split in k_b_proj and v_b_proj (DeepseekV2Model.modify_tensors), the Gated DeltaNet's
+    dt_bias renamed dt_proj.bias, transformers' fused experts' gate_up_proj (and gpt-oss's gate_up_proj_bias) stored
+    as gate and up apart, the routed experts merged per layer."""
+    if hf.endswith("kv_b_proj.weight"):
+        return [hf.replace("kv_b_proj", "k_b_proj"), hf.replace("kv_b_proj", "v_b_proj")]
+    if hf.endswith("dt_bias"):
+        return [hf.replace("dt_bias", "dt_proj.bias")]
+    if ".experts.gate_up_proj" in hf:
+        return [hf.replace("gate_up_proj", "gate_proj"), hf.replace("gate_up_proj", "up_proj")]
+    return [hf]
+
+
+@pytest.mark.parametrize("family", GGUF_NAMED)
+def test_gguf_names_are_gguf_py_names(family):
+    """Each architecture's GGUF tensor names are gguf-py's (the ``gguf`` package, 0.19.0): transformers' model (meta
+    device) has its parameters named by gguf-py's TensorNameMap of the architecture, after the converter's renames
+    (_converted); every such name is in gguf-py's MODEL_TENSORS for it, and symllm's names are exactly these.
+    DeepSeek-V3's and GLM-4.5's router e_score_correction_bias (``exp_probs_b``) is a buffer transformers saves, not
+    a parameter: symllm counts parameters, so it is left out of both sides."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, arch = GGUF_NAMED[family]
+    config = getattr(transformers, config_cls)(**kw)
+    with torch.device("meta"):
+        model = getattr(transformers, cls)(config)
+    arch = getattr(gguf.MODEL_ARCH, arch)
+    names = gguf.get_tensor_name_map(arch, config.num_hidden_layers)
+    allowed = {gguf.TENSOR_NAMES[t] for t in gguf.MODEL_TENSORS[arch]}
+    expected = set()
+    for hf in model.state_dict():
+        if (hf == "lm_head.weight" and config.tie_word_embeddings) or hf.endswith("e_score_correction_bias"):
+            continue
+        for name in _converted(hf):
+            gg = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            if gg is None and name.endswith("_bias"):  # gpt-oss's experts' biases: gate_up_proj_bias, down_proj_bias
+                gg = names.get_name(name.removesuffix("_bias")) + ".bias"
+            gg = gg if gg.endswith((".weight", ".bias")) else f"{gg}.weight"
+            assert gg.rsplit(".", 1)[0].replace(".0.", ".{bid}.").replace(".1.", ".{bid}.") in allowed, gg
+            expected.add(gg)
+    raw = dict(config.to_dict(), architectures=[cls])
+    assert {t["name"] for t in F.gguf_tensors(from_dict(raw))} == expected
+
+
+#: Q4_K_M bytes of the tiny models of GGUF_NAMED, by hand from llama_tensor_get_type (src/llama-quant.cpp at
+#: llama.cpp 007dbbf3): every row is 32 long or shorter, so no Q4_K block (256) fits: the base type falls back to
+#: Q5_0 (22 bytes a 32) and Q6_K to Q8_0 (34 a 32) where rows are multiples of 32, both to F16 where not (rows of 48,
+#: 24, 16, 8, 6, 4: tensor_type_fallback); output.weight Q8_0 (its rows hold no Q4_K block); norms, biases, routers,
+#: sinks, conv and decay vectors F32; with 2 layers use_more_bits(i, 2) picks i = 1 only (i >= 7·2/8)
+_Q5, _Q8, _F16, _F32 = (lambda n: n // 32 * 22), (lambda n: n // 32 * 34), (lambda n: 2 * n), (lambda n: 4 * n)
+_ENDS = _Q5(64 * 32) + _Q8(64 * 32) + _F32(32)  # token_embd (vocab 64 × d 32), output, output_norm
+TINY_Q4_K_M = {
+    # attn_qkv (32 → 4·8 + 2·2·8 = 64 rows) is attn_v-like: Q5_0 in layer 0, Q8_0 in layer 1; attn_output 32 × 32;
+    # the fused ffn_up 32 → 2·48; ffn_down rows of 48: F16; two norms a layer
+    "phi3": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _Q5(32 * 96) + _F16(48 * 32)) + _Q5(2048) + _Q8(2048),
+    # MLA (n_h 4, r_kv 6, d_hr 4, d_hn 4, d_hv 2): attn_q 32 → 4·8, attn_kv_a_mqa 32 → 10, its norm 6, attn_k_b
+    # (4, 6, 4) and attn_v_b (6, 2, 4) F16 (rows of 4 and 6), attn_output rows of 4·2 = 8: F16; layer 0 dense
+    # (gate and up 32 → 48, down F16), layer 1: router 32 → 4 (F32), 4 experts of 8 (down rows of 8: F16) and 2
+    # shared ones (16 wide: down rows of 16, F16)
+    "deepseek_v2": _ENDS + 2 * (_F32(32) + _Q5(32 * 32) + _Q5(32 * 10) + _F32(6) + _F16(4 * 6 * 4) + _F16(6 * 2 * 4)
+                                + _F16(8 * 32) + _F32(32))
+    + 2 * _Q5(32 * 48) + _F16(48 * 32)
+    + _F32(32 * 4) + 2 * _Q5(32 * 8 * 4) + _F16(8 * 32 * 4) + 2 * _Q5(32 * 16) + _F16(16 * 32),
+    # layer 0 Gated DeltaNet (2 key heads of 4, 4 value heads of 6, kernel 3): attn_qkv 32 → 2·2·4 + 4·6 = 40, the
+    # first of n_attention_wv = 2 (with layer 1's attn_v): Q5_0; attn_gate 32 → 24, ssm_beta and ssm_alpha 32 → 4,
+    # ssm_conv1d 40·3, ssm_a and ssm_dt.bias 4 each, ssm_norm 6, ssm_out rows of 24: F16; layer 1 attention: attn_q
+    # 32 → 2·4·8 (query and gate), attn_k 32 → 16, attn_v the second attn_v-like: Q8_0, attn_output, q/k norms 8;
+    # each layer two norms and gate/up/down 32 ↔ 48
+    "qwen3_5": _ENDS + 2 * (2 * _F32(32) + 2 * _Q5(32 * 48) + _F16(48 * 32))
+    + _Q5(32 * 40) + _Q5(32 * 24) + 2 * _Q5(32 * 4) + _F32(40 * 3) + 2 * _F32(4) + _F32(6) + _F16(24 * 32)
+    + _Q5(32 * 64) + _Q5(32 * 16) + _Q8(32 * 16) + _Q5(32 * 32) + 2 * _F32(8),
+    # q/k/v biases; 4 experts of 16 (down rows of 16: F16); the gated shared expert of 24 (ffn_gate_inp_shexp a
+    # vector of 32, F32; down rows of 24: F16); attn_v Q5_0 in layer 0, Q8_0 in layer 1
+    "qwen2_moe": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _F32(32) + _Q5(32 * 16) + 2 * _F32(16) + _Q5(32 * 32)
+                              + _F32(32 * 4) + 2 * _Q5(32 * 16 * 4) + _F16(16 * 32 * 4) + _F32(32)
+                              + 2 * _Q5(32 * 24) + _F16(24 * 32))
+    + _Q5(32 * 16) + _Q8(32 * 16),
+    # attention biases on q, k, v and o, 4 sinks a layer, the router and its bias, 4 experts of 48 (down rows of
+    # 48: F16) and their biases (gate 48, up 48, down 32 an expert)
+    "gpt_oss": _ENDS + 2 * (2 * _F32(32) + _Q5(32 * 32) + _F32(32) + _Q5(32 * 16) + 2 * _F32(16) + _Q5(32 * 32)
+                            + _F32(32) + _F32(4) + _F32(32 * 4) + _F32(4) + 2 * _Q5(32 * 48 * 4) + _F16(48 * 32 * 4)
+                            + 2 * _F32(48 * 4) + _F32(32 * 4))
+    + _Q5(32 * 16) + _Q8(32 * 16),
+}
+
+
+@pytest.mark.parametrize("family", TINY_Q4_K_M)
+def test_new_gguf_architectures_q4_k_m_by_hand(family):
+    """Each newly named architecture's tiny model (GGUF_NAMED) in Q4_K_M: the bytes by hand (TINY_Q4_K_M)."""
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, _ = GGUF_NAMED[family]
+    raw = dict(getattr(transformers, config_cls)(**kw).to_dict(), architectures=[cls])
+    assert F.weight_bytes(from_dict(raw), "Q4_K_M")["total"] == TINY_Q4_K_M[family]
+
+
+def test_pure_types_fall_back_as_llama_cpp():
+    """gguf:TYPE (llama-quantize --pure) falls back as llama_tensor_get_type's tensor_type_fallback does (src/llama-
+    quant.cpp 385-417 at 007dbbf3): gpt-oss-20b's rows of d = 2880 (11.25·256 = 90·32) hold no block of 256, so
+    gguf:Q4_K stores those matrices Q5_0 (22 bytes a 32) and gguf:Q3_K Q4_0 (18 a 32), not F16; attn_output's rows
+    (64 heads of 64 = 4096) keep the type (144 and 110 bytes a 256). By hand from its config (vocab 201088, 24 layers,
+    8 key-value heads of 64, 32 experts of 2880): rows of 2880 2·V·d + L·(d·4096 + 2·d·512 + 3·32·d·2880), rows of
+    4096 L·4096·d, the rest F32 (norms 2d a layer and d, attention biases 4096 + 512 + 512 + d, 64 sinks, the router
+    32·d and its 32 biases, the experts' biases 32·(2·2880 + d))."""
+    V, d, L = 201088, 2880, 24
+    narrow, wide = 2 * V * d + L * (d * 4096 + 2 * d * 512 + 3 * 32 * d * 2880), L * 4096 * d
+    vectors = L * (2 * d + 4096 + 512 + 512 + d + 64 + 32 * d + 32 + 32 * (2 * 2880 + d)) + d
+    assert F.weight_bytes("gpt-oss-20b", "gguf:Q4_K")["total"] == narrow // 32 * 22 + wide // 256 * 144 + 4 * vectors
+    assert F.weight_bytes("gpt-oss-20b", "gguf:Q3_K")["total"] == narrow // 32 * 18 + wide // 256 * 110 + 4 * vectors
+    with pytest.raises(SymllmError, match="no fallback for Q8_0"):
+        F.weight_bytes(from_dict(dict(SMALL, hidden_size=296, head_dim=74)), "gguf:Q8_0")
+
+
+def test_glm_mtp_layer_written_as_llama_cpp_converts_it():
+    """GLM-4.5's multi-token-prediction layer is in its GGUF (llama.cpp's Glm4MoeModel converts num_hidden_layers +
+    num_nextn_predict_layers blocks): the tiny GLM-4.5 of GGUF_NAMED with one such layer stores blk.2 as gguf-py's
+    TensorNameMap names the checkpoint's model.layers.2 (a decoder layer as transformers' layer 1, and embed_tokens,
+    enorm, hnorm, eh_proj, shared_head.norm, shared_head.head: the names GLM-4.5's checkpoint gives them). Q4_K_M by
+    hand (TINY_Q4_K_M's rules): three blocks now, so use_more_bits(i, 3) picks i = 2 only: blk.2's attn_v Q8_0 and
+    its experts' down F16 either way (rows of 8); the module's embedding (64 × 32), eh_proj (2·32 → 32) and head
+    (32 → 64) the base type (no token_embd or output rule: llama-quant.cpp matches those names exactly), Q5_0; its
+    three norms F32."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cls, config_cls, kw, arch = GGUF_NAMED["glm4_moe"]
+    config = getattr(transformers, config_cls)(**kw)
+    with torch.device("meta"):
+        layer1 = [k for k in getattr(transformers, cls)(config).state_dict() if k.startswith("model.layers.1.")]
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GLM4_MOE, 3)
+    hf = [h for k in layer1 if not k.endswith("e_score_correction_bias")
+          for h in _converted(k.replace(".layers.1.", ".layers.2."))] + [
+        f"model.layers.2.{n}.weight" for n in ("embed_tokens", "enorm", "hnorm", "eh_proj", "shared_head.norm",
+                                               "shared_head.head")]
+    expected = {names.get_name(h, try_suffixes=(".weight", ".bias")) for h in hf}
+    expected = {n if n.endswith((".weight", ".bias")) else f"{n}.weight" for n in expected}
+    raw = dict(config.to_dict(), num_nextn_predict_layers=1, architectures=[cls])
+    mine = F.weight_bytes(from_dict(raw), "Q4_K_M")
+    assert {n for n in mine["tensors"] if n.startswith("blk.2.")} == expected
+    attention = 2 * _F32(32) + _Q5(32 * 32) + _Q5(32 * 16) + _Q5(32 * 32)  # norms, q, k, output
+    moe = _F32(32 * 4) + 2 * _Q5(32 * 8 * 4) + _F16(8 * 32 * 4) + 2 * _Q5(32 * 8) + _F16(8 * 32)
+    nextn = _Q5(64 * 32) + 3 * _F32(32) + _Q5(64 * 32) + _Q5(64 * 32)
+    total = (_ENDS + 3 * attention + 2 * _Q5(32 * 16) + _Q8(32 * 16) + 2 * _Q5(32 * 48) + _F16(48 * 32)
+             + 2 * moe + nextn)
+    assert mine["total"] == total
+
+
+def test_qwen3_5_moe_q4_k_m_is_a_published_file_to_the_byte():
+    """llama-bench's JSON for lmstudio-community's Qwen3.6-35B-A3B-Q4_K_M.gguf (qwen35moe, Qwen3.5-35B-A3B's sizes;
+    build bebc9350e (10700), 2026-08-30, a public log: tests/data/published_file_sizes.json) reports model_size
+    21,155,768,832 bytes and model_n_params 34,660,610,688: symllm's Q4_K_M tensors of qwen3.5-35b-a3b, to the byte
+    and the element (its Gated DeltaNet's attn_qkv ranked with attn_v, the ssm tensors F32 or quantized as
+    llama.cpp does, the shared expert's gate a vector, no MTP layer: the converter writes none for it)."""
+    r = F.weight_bytes("qwen3.5-35b-a3b", "Q4_K_M")
+    assert (r["total"], r["elements"]) == (21155768832, 34660610688)
+
+
+def test_nemotron_h_blocks_norm_is_gguf_py_attn_norm():
+    """Every Nemotron-H block (Mamba, attention, MLP or MoE) has one norm, ``backbone.layers.N.norm``, which gguf-py
+    (0.19.0) names ``blk.N.attn_norm`` under NEMOTRON_H and NEMOTRON_H_MOE whatever the block's mixer: one a layer,
+    none named ffn_norm or post_attention_norm (they were, for the MLP and MoE blocks)."""
+    for arch, preset, layers in (("NEMOTRON_H", "nemotron-h-8b", 52), ("NEMOTRON_H_MOE", "nemotron-3-nano-30b-a3b", 52)):
+        names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, arch), layers)
+        assert names.get_name("backbone.layers.7.norm.weight", try_suffixes=(".weight",)) == "blk.7.attn_norm.weight"
+        stems = [t["stem"] for t in F.gguf_tensors(preset)]
+        assert stems.count("attn_norm.weight") == layers
+        assert not {"ffn_norm.weight", "post_attention_norm.weight"} & set(stems)

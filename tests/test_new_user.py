@@ -176,3 +176,177 @@ def test_a_comparison_prints_a_time_past_a_floats_range():
     rows = [("t", "step", "seconds"), ("r", "tokens/s", "rate")]
     out = side_by_side(rows, ["a"], {"a": {"t": Fraction(10 ** 400, 3), "r": Fraction(10 ** 400, 7)}})
     assert out.split("\n")[0].split()[-2:] == ["3.333e+399", "s"] and out.split("\n")[1].split()[-1] == "1.429e+399"
+
+
+# issue 40, session 15: a new user's questions (405B at 128k on 8 and 16 H100s, 8 B200s, 4 RTX 4090s; serving at
+# 2k in / 500 out; LoRA of 8B; a Q4_K_M 70B on a Mac or two 4090s), asked from the shell
+
+
+def test_an_unknown_card_points_where_every_card_is_listed(cli):
+    """count --gpu mac said "all 23: see --help", but --gpu's help names five cards and "..." (a dead end); the
+    catalogue is listed whole in docs/hardware.md, where an ambiguous name already points. 23: the cards of
+    symllm/costs/gpus.json, counted from the file, each named in that page."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).parent.parent
+    names = [g["name"] for g in json.loads((root / "symllm/costs/gpus.json").read_text())["gpus"]]
+    page = (root / "docs/hardware.md").read_text()
+    assert all(f"`{n}`" in page for n in names)
+    _refused(cli(["count", "llama3.1-8b", "--gpu", "mac"]), f"gpu: unknown 'mac' (known: all {len(names)}: see "
+             "docs/hardware.md)")
+    _refused(cli(["plan", "llama3.1-8b", "--gpus", "2x4090"]), "gpus: unknown '4090' (known: rtx4090, rtx5090, "
+             f"rtx3090; all {len(names)}: see docs/hardware.md)")
+
+
+@pytest.mark.parametrize("gpus", [["8", "h100-sxm"], ["8x", "h100-sxm"], ["8", "x", "h100-sxm"], ["8X", "H100-SXM"]])
+def test_plan_s_gpus_typed_as_two_words_says_the_one_word(cli, gpus):
+    """plan --gpus 8 h100-sxm (the count and the card apart, as one says it) was argparse's bare
+    "unrecognized arguments: h100-sxm"; the line now writes the one word --gpus takes."""
+    stray = " ".join(gpus[1:])
+    _refused(cli(["plan", "llama3.1-8b", "--gpus", *gpus]),
+             f"unrecognized arguments: {stray} (--gpus is one word, N x GPU: --gpus 8x{gpus[-1]})")
+
+
+def test_plan_s_other_stray_words_get_no_gpus_hint(cli):
+    """A second model after plan's one (plan compares no models) is not read as --gpus' card."""
+    r = cli(["plan", "llama3.1-8b", "llama3.1-70b", "--gpus", "8xh100-sxm"])
+    assert r.code == 2 and "--gpus is one word" not in r.err, r.err
+
+
+def test_sweep_s_flops_help_says_it_is_not_count_s_prefill(cli):
+    """sweep --quantity flops is one forward of s new tokens after t cached (t = s unless --context:
+    docs/sweeps.md), not count's prefill (sweep's prefill_flops): for Llama-3.1-405B at 128k it is 389P where count
+    says 247P. --help listed "flops" first with no word of it. By hand, at s = t = 8,192 for Llama-3.1-8B (L 32,
+    n_h 32, d_h 128), the difference is the attention over the t cached keys: 4·L·n_h·d_h·s·t."""
+    import json
+    help_text = " ".join(cli(["sweep", "--help"]).out.split())
+    assert ("flops (one forward of --seq new tokens after --context cached, --seq unless given; count's prefill: "
+            "prefill_flops)") in help_text, help_text
+    rows = cli(["sweep", "--base", "llama3.1-8b", "--seq", "8192", "--quantity", "flops,prefill_flops"]).out
+    head, row = rows.strip().split("\n")
+    got = dict(zip(head.split(","), row.split(",")))
+    assert int(got["flops"]) - int(got["prefill_flops"]) == 4 * 32 * 32 * 128 * 8192 * 8192
+    count = json.loads(cli(["count", "llama3.1-8b", "--seq", "8192", "--json"]).out)
+    assert int(got["prefill_flops"]) == count["flops"]["prefill"]
+
+
+def test_a_lora_training_time_says_its_flops_are_full_fine_tuning_s(cli):
+    """count llama3.1-8b --lora-rank 16 --gpu h100-sxm printed a training step, MFU and cost as if measured
+    for LoRA, from full fine-tuning's FLOPs: no frozen weight's gradient is taken off (docs/finetuning.md: "Not
+    modelled yet: LoRA's FLOPs"), so a LoRA step, about 4N a token against full's 6N (a frozen linear's backward
+    computes its input's gradient only), reads up to 1.5x long. The count and the report now say so beside their
+    times, from time.assumes.training_step."""
+    import json
+    base = ["count", "llama3.1-8b", "--gpu", "h100-sxm", "--seq", "4096", "--batch", "2"]
+    lora = json.loads(cli(base + ["--lora-rank", "16", "--json"]).out)
+    full = json.loads(cli(base + ["--json"]).out)
+    assert lora["flops"]["training_step"] == full["flops"]["training_step"]
+    said = "full fine-tuning's FLOPs (the frozen weights' gradients not taken off; docs/finetuning.md)"
+    assert lora["time"]["assumes"]["training_step"] == said and "training_step" not in full["time"]["assumes"]
+    out = " ".join(cli(base + ["--lora-rank", "16"]).out.split())
+    assert f"LoRA: the training step counts {said}" in out, out
+    assert "LoRA: the training step" not in " ".join(cli(base).out.split())
+    report = " ".join(cli(["report", *base[1:], "--lora-rank", "16"]).out.split())
+    assert f"no allocator overhead; a LoRA step counts {said}" in report
+
+
+#: Llama-3.1-8B-Instruct's config.json (meta-llama/Llama-3.1-8B-Instruct on the Hugging Face Hub), its shape keys
+LLAMA31_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+              "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+              "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False,
+              "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+              "hidden_act": "silu", "torch_dtype": "bfloat16"}
+
+
+def _cached_repo(root, commits, ref=None):
+    """A Hugging Face cache's repository folder as huggingface_hub writes it: snapshots/<commit>/config.json and,
+    with ``ref``, refs/main naming that commit."""
+    import json
+    repo = root / "models--meta-llama--Llama-3.1-8B-Instruct"
+    for commit in commits:
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text(json.dumps(LLAMA31_8B))
+    if ref:
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(ref)
+    return repo
+
+
+def test_a_cache_repository_folder_reads_its_main_snapshot(cli, tmp_path):
+    """count ~/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B-Instruct (the folder a user finds in the
+    cache, tab-completed) said "has no config.json": the config is in snapshots/<refs/main>/, where count of the
+    Hub id reads it. 8,030,261,248: the safetensors metadata total of meta-llama/Llama-3.1-8B
+    (tests/data/published_params.json)."""
+    import json
+
+    from .conftest import PUBLISHED
+    repo = _cached_repo(tmp_path, ["a" * 40, "b" * 40], ref="b" * 40)
+    r = cli(["count", str(repo), "--json"])
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["params"]["total"] == PUBLISHED["llama3.1-8b"]["total"] == 8_030_261_248
+
+
+def test_a_cache_repository_folder_of_several_snapshots_and_no_ref_names_them(cli, tmp_path):
+    """Without refs/main (a download of one commit writes none) the one snapshot is read, as for a Hub id; of
+    several, none is guessed: the line says to give the snapshot folder."""
+    repo = _cached_repo(tmp_path, ["a" * 40, "b" * 40])
+    _refused(cli(["count", str(repo)]), "model: 'meta-llama/Llama-3.1-8B-In...: 2 snapshots, no refs/main: give one's "
+             "folder")
+
+
+def test_a_deep_folder_without_a_config_says_so_within_the_line(cli, tmp_path):
+    """count of a model folder with no config.json (weights still downloading, the wrong level of a tree) deep in
+    the tree: the line quoted the whole path and was cut before "has no config.json", the one thing it had to
+    say. The path is cut at its start, as every other path in a message is (symllm.validate.shown_path: the last
+    26 characters, "/that/is/deep/llama-3.1-8b", from their first whole folder)."""
+    folder = tmp_path.joinpath(*"a very long path to some models folder that is deep".split(), "llama-3.1-8b")
+    folder.mkdir(parents=True)
+    _refused(cli(["count", str(folder)]), "config: '.../that/is/deep/llama-3.1-8b' has no config.json")
+
+
+@pytest.mark.parametrize("argv, line", [
+    # derive reads its model from --model; count, report, verify and plan take it as their first word
+    (["derive", "llama3.1-405b"], "unrecognized arguments: llama3.1-405b (derive takes a model as --model "
+     "llama3.1-405b)"),
+    (["derive", "--quantity", "flops", "llama3.1-8b", "--seq", "8192"],
+     "unrecognized arguments: llama3.1-8b (derive takes a model as --model llama3.1-8b)"),
+    # --json is count's and plan's (and presets'): the others write their own formats
+    (["report", "llama3.1-8b", "--json"],
+     "unrecognized arguments: --json (report writes --format markdown or latex)"),
+    (["derive", "--model", "llama3.1-8b", "--json"],
+     "unrecognized arguments: --json (derive writes --format text, pretty, latex, markdown)"),
+    (["sweep", "--base", "llama3.1-8b", "--json"], "unrecognized arguments: --json (sweep writes JSON lines: "
+     "--format jsonl)"),
+])
+def test_a_model_or_json_where_a_command_takes_neither_says_what_it_takes(cli, argv, line):
+    """A new user's derive llama3.1-405b and report ... --json were argparse's bare "unrecognized arguments"."""
+    _refused(cli(argv), line)
+
+
+@pytest.mark.parametrize("name", ["Llama-3.1-405B", "llama-3.1-405b", "llama3.1-405B-instruct", "llama31-405b"])
+def test_a_misspelt_preset_s_suggestions_are_whole(cli, name):
+    """count Llama-3.1-405B (the Hub's spelling, without its org): the suggestions were sized as "a, b, c" and
+    printed as "a or b or c", so the line ran past its width and was cut ("did you mean llama3.1-405b or
+    llama3.1-70b..."): never a list cut short (docs/commands.md). Whole names, as many as the line holds, the nearest
+    first (llama3.1-405b: the preset of meta-llama/Llama-3.1-405B, tests/data/published_params.json)."""
+    r = cli(["count", name])
+    assert r.code == 2 and "Traceback" not in r.err
+    line = r.err.removeprefix("symllm: error: ").rstrip("\n")
+    assert line.startswith(f"model: unknown preset {name!r}; did you mean llama3.1-405b"), line
+    assert line.endswith("?") and "..." not in line, line
+
+
+def test_a_weight_format_s_bytes_per_gpu_are_whole(cli):
+    """count llama3.1-70b --weight-format Q4_K_M --pp 2 (a 70B GGUF over two RTX 4090s): the per-GPU rows read
+    "weights 21,256,268,196.067767" -- the format's bytes a weight, averaged over the model, times one GPU's
+    parameters, a float, printed with its decimals in a column of bytes. A byte count is whole: rounded, as the
+    rounded column (19.80 GiB) already was. By hand from --json: 42,512,531,456 bytes x 35,276,857,344 of the
+    70,553,706,496 parameters = 21,256,268,196.07, so 21,256,268,196."""
+    import json
+    argv = ["count", "llama3.1-70b", "--weight-format", "Q4_K_M", "--pp", "2"]
+    d = json.loads(cli(argv + ["--json"]).out)
+    assert d["params"]["per_gpu"] == 35_276_857_344 and d["params"]["total"] == 70_553_706_496
+    assert d["memory"]["weights"] == 42_512_531_456
+    assert 42_512_531_456 * 35_276_857_344 // 70_553_706_496 == 21_256_268_196
+    rows = {line.split()[0]: line.split()[1] for line in cli(argv).out.splitlines()[-12:] if line.strip()}
+    assert rows["weights"] == "21,256,268,196" and "." not in rows["inference_peak"], rows

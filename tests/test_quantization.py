@@ -269,7 +269,7 @@ def test_kept_modules_match_as_transformers_matches_them(entry):
     import re
     from transformers.quantizers.quantizers_utils import should_convert_module
     from symllm.costs import formats
-    names = [n for t in formats.tensors(symllm.resolve(LLAMA31_8B)) for n in formats.hf_modules(t) or ()]
+    names = [n for t in formats.tensors(symllm.resolve(LLAMA31_8B)) for n in quantization.hf_modules(t) or ()]
     assert len(names) == 7 * 32
     q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": [entry]}
     patterns = quantization.kept_patterns(q)  # none where the entry names what is kept anyway (mlp.gate: a router)

@@ -287,6 +287,22 @@ def test_default_max_num_seqs_by_the_engines_source(engine, gpu, kv_tokens, cont
     assert batching.default_max_num_seqs(gpu, engine, kv_tokens, context) == expected
 
 
+def test_vllm_reads_the_device_name_torch_reports():
+    """vLLM's large-card defaults (0.9.0 vllm/engine/arg_utils.py, _set_default_args_v1: "device_memory >= 70 *
+    GiB_bytes and 'a100' not in device_name", device_name torch.cuda.get_device_name(0).lower()) read the name the
+    driver gives, as lmdeploy's by-name table does: a card of 80 GiB under a name of its own that torch (nvidia-smi)
+    names "NVIDIA A100-SXM4-80GB" is an A100 to vLLM, 256 sequences and 2048 tokens, not 1024 and 8192; the same card
+    without that name gets the large defaults."""
+    import dataclasses
+    from symllm.costs import accelerators
+    a100 = accelerators.gpu("a100-80gb")
+    assert a100.nvidia_smi == ("NVIDIA A100-SXM4-80GB",) and a100.usable >= 70 * 2 ** 30
+    renamed = dataclasses.replace(a100, name="lab-80")
+    assert (batching.default_max_num_seqs(renamed), batching.default_max_num_batched_tokens(renamed)) == (256, 2048)
+    unnamed = dataclasses.replace(renamed, nvidia_smi=())
+    assert (batching.default_max_num_seqs(unnamed), batching.default_max_num_batched_tokens(unnamed)) == (1024, 8192)
+
+
 @pytest.mark.parametrize("engine,ceiling", [("vllm", 1024), ("trtllm", 2048), ("lmdeploy", 1024)])
 def test_under_load_runs_no_more_than_the_engines_limit(engine, ceiling):
     """Short requests on an H200 fit far more sequences in the KV cache than the engine runs: running stops at its

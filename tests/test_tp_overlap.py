@@ -456,13 +456,15 @@ def test_dense_blocks_of_a_mixture_by_hand():
     one = F(10, 10 ** 6) * (F(66, 10) + 3 * F(6, 10)) / (F(66, 10) + 6 * F(6, 10)) + F(6291456) / (
         F(82, 100) * 450 * 10 ** 9)
     shape = dict(recompute=False, rows=1024, d=4096, q=4096, kv=1024, beta_a=2, tp=4, link=link, gemm_rate=1)
-    got = tp_overlap.model_saved_s(MEGATRON, layers=61, moe_layers=58, d_ff=2048, d_fd=18432, **shape)
+    got = tp_overlap.model_saved_s(tp_overlap.blocks(MEGATRON, layers=61, moe_layers=58), d_ff=2048, d_fd=18432,
+                                   **shape)
     assert got == 320 * one
-    assert tp_overlap.model_saved_s(MEGATRON, layers=48, moe_layers=48, d_ff=768, **shape) == 48 * 5 * one
+    got = tp_overlap.model_saved_s(tp_overlap.blocks(MEGATRON, layers=48, moe_layers=48), d_ff=768, **shape)
+    assert got == 48 * 5 * one
     # under MLA torchtitan keeps the input's gather and wo's two pairs in every block and the dense blocks' three
     # feed-forward ones
-    got = tp_overlap.model_saved_s(TORCHTITAN, mixers=("r_kv",), layers=61, moe_layers=58, d_ff=2048, d_fd=18432,
-                                   **shape)
+    got = tp_overlap.model_saved_s(tp_overlap.blocks(TORCHTITAN, mixers=("r_kv",), layers=61, moe_layers=58),
+                                   d_ff=2048, d_fd=18432, **shape)
     assert got == (61 * 3 + 3 * 3) * one
 
 

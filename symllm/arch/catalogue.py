@@ -18,7 +18,7 @@ from symllm.arch.config import ModelConfig
 from symllm.arch.readers import closest, from_dict
 from symllm.errors import SymllmError
 from symllm.files import read_json
-from symllm.validate import short as _short
+from symllm.validate import ROOM, short as _short
 
 __all__ = ["preset_names", "preset_info", "preset_hub", "preset_for_hub", "load", "resolve"]
 _PRESETS = Path(__file__).resolve().parent.parent / "presets"
@@ -92,10 +92,11 @@ def preset_info(name: str) -> dict:
     presets = _presets()
     if name not in presets:
         close = closest(name, presets, n=3, cutoff=0.5)
-        while len(", ".join(close)) > 40:  # whole names only, as many as fit the line
+        start = f"model: unknown preset {_short(name, 30)}"
+        while close and len(f"{start}; did you mean {' or '.join(close)}?") > ROOM:  # whole names, as many as fit
             close.pop()
         hint = f"; did you mean {' or '.join(close)}?" if close else " (symllm presets lists them)"
-        raise SymllmError(f"model: unknown preset {_short(name, 30)}{hint}")
+        raise SymllmError(start + hint)
     return presets[name]
 
 

@@ -84,9 +84,14 @@ def snapshot(repo_id: str, revision: str = "main") -> Path:
     if not is_repo_id(repo_id):
         raise SymllmError(f"model: {repo_id!r} is not a Hub repository id (org/name)")
     repo = cache_dir() / f"models--{repo_id.replace('/', '--')}"
-    snaps = repo / "snapshots"
-    if not snaps.is_dir():
+    if not (repo / "snapshots").is_dir():
         raise SymllmError(not_cached(repo_id))
+    return _snapshot_in(repo, repo_id, revision)
+
+
+def _snapshot_in(repo: Path, repo_id: str, revision: str = "main") -> Path:
+    """:func:`snapshot` in the cache's repository folder ``repo`` (``models--org--name``, holding ``snapshots``)."""
+    snaps = repo / "snapshots"
     ref = repo / "refs" / revision
     commit = revision if re.fullmatch(r"[0-9a-f]{40}", revision) else None
     if ref.is_file():
@@ -101,8 +106,11 @@ def snapshot(repo_id: str, revision: str = "main") -> Path:
     found = sorted(p.name for p in snaps.iterdir() if p.is_dir())
     if len(found) == 1:
         return snaps / found[0]
-    raise SymllmError(f"model: {short(repo_id, 30)} has no refs/{short(revision, 12)} in the local cache and "
-                      f"{len(found)} snapshots: give the snapshot folder")
+    ref = f"refs/{revision}" if len(revision) <= 12 else short(f"refs/{revision}", 17)  # not "refs/'main'"
+    raise SymllmError(fitting(f"model: {short(repo_id, 40)} has no {ref} in the local cache and {len(found)} "
+                              "snapshots: give the snapshot folder",
+                              f"model: {short(repo_id, 40)}: {len(found)} snapshots, no {ref}: give one's folder",
+                              f"model: {short(repo_id, 30)}: {len(found)} snapshots, no {ref}: give one's folder"))
 
 
 def not_cached(repo_id: str, preset: str | None = None) -> str:
@@ -162,14 +170,17 @@ def member(folder, name: str, what: str = "checkpoint") -> Path:
         raise SymllmError(f"{what}: {shown_path(path)} links out of its folder (to {real!r}): refused")
     if not os.path.isfile(real):
         raise SymllmError(f"{what}: {shown_path(path)} is not a file" if os.path.lexists(path)
-                          else f"{what}: {str(folder)!r} has no {name}")
+                          else f"{what}: {shown_path(folder)} has no {name}")
     return path
 
 
 def model_folder(model) -> Path | None:
-    """The folder a model argument names: a folder, or a Hub id found in the local cache (None: neither;
-    a preset name or a file)."""
+    """The folder a model argument names: a folder (a cache's ``models--org--name`` folder: the snapshot its Hub id
+    reads), or a Hub id found in the local cache (None: neither; a preset name or a file)."""
     path = Path(model)
+    if path.is_dir() and path.name.startswith("models--") and (path / "snapshots").is_dir():
+        # a cache's repository folder (models--org--name): its refs/main snapshot, as the Hub id org/name reads
+        return _snapshot_in(path, path.name.removeprefix("models--").replace("--", "/", 1))
     if path.is_dir():
         return path
     if not path.exists() and is_repo_id(str(model)):

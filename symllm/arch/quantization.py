@@ -53,6 +53,7 @@ from symllm.errors import SymllmError
 from symllm.validate import short
 
 __all__ = ["SCHEMES", "KEPT", "GROUPED", "GROUPS", "grouped", "split_group", "scheme_of", "read", "kept_patterns",
+           "HF_PARENTS", "hf_modules", "kept_layers",
            "kv_dtype", "fields"]
 
 #: the weight formats stored with one scale (and zero point) per group of inputs: 128 by name, ``FORMAT-gN``
@@ -371,3 +372,43 @@ def read(q: dict) -> tuple[str, str]:
         said += f" (kept unquantized: {', '.join(repr(k) for k in kept)}" + (
             "; the projections they match priced in bf16)" if priced else ")")
     return fmt, said
+
+
+#: the HF module holding a projection, by the part of symllm's tree holding it (transformers' LlamaDecoderLayer)
+HF_PARENTS = {"attention": "self_attn", "feed_forward": "mlp"}
+
+
+def hf_modules(t: dict) -> list[str] | None:
+    """The full HF module names (``model.layers.3.self_attn.q_proj``) of a tensor of
+    :func:`symllm.costs.formats.tensors`, one per layer of its group, where symllm names it (a projection of the
+    attention or the MLP, transformers' LLaMA names); None otherwise.
+
+    >>> hf_modules({"path": "block/attention/wq", "layer": 0, "names": ("wq", "q_proj"), "positions": (0, 1)})
+    ['model.layers.0.self_attn.q_proj', 'model.layers.1.self_attn.q_proj']
+    """
+    parts = t["path"].split("/")
+    if t["layer"] is None or len(t["names"]) != 2 or len(parts) < 2 or parts[-2] not in HF_PARENTS:
+        return None
+    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}" for i in t["positions"]]
+
+
+def kept_layers(t: dict, patterns, matched: set) -> int:
+    """How many layers of tensor ``t`` (:func:`symllm.costs.formats.tensors`) a pattern of ``patterns``
+    (:func:`kept_patterns`) keeps unquantized (0 where symllm has no HF name for it); each pattern that matches is
+    added to ``matched``.
+
+    >>> t = {"path": "block/feed_forward/w2", "layer": 0, "names": ("w2", "down_proj"), "positions": (0, 1, 11)}
+    >>> matched = set()
+    >>> kept_layers(t, ("model[.]layers[.]1[.]", "lm_head"), matched), matched
+    (1, {'model[.]layers[.]1[.]'})
+    """
+    import re
+    names = hf_modules(t)
+    if names is None:
+        return 0
+    held = 0
+    for name in names:
+        hits = [p for p in patterns if re.match(p, name)]
+        matched.update(hits)
+        held += bool(hits)
+    return held

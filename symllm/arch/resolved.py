@@ -23,7 +23,7 @@ from symllm.arch.specs import Spec, spec_of, structure_model
 from symllm.numbers.cache import cache_get, cache_put, key as cache_key
 from symllm.numbers.kernels import TableKernel
 
-__all__ = ["spec", "model_for", "hidden_dim", "params", "by_kind", "resolved_config", "Config"]
+__all__ = ["spec", "model_for", "hidden_dim", "mtp_module", "params", "by_kind", "resolved_config", "Config"]
 
 Config = ModelConfig | str | Path | Spec | dict
 
@@ -64,6 +64,27 @@ def hidden_dim(config: Config) -> int:
     return spec(config).hidden_dim
 
 
+def mtp_module(structure: Structure, mdl: Component) -> Component:
+    """The multi-token-prediction modules a checkpoint of ``structure`` stores beside its model ``mdl``
+    (:func:`symllm.arch.components.mtp`): a DeepSeek-style module copies the block of the group
+    ``structure.mtp_copy``, with its own indexer where the last layers reuse a top-k (SGLang's is_nextn layer:
+    skip_topk = False); else the blocks of ``structure.mtp_blocks``.
+
+    >>> mtp_module(spec("glm-4.5-air").structure, model_for("glm-4.5-air")).repeat
+    L_mtp
+    """
+    from dataclasses import replace
+
+    from symllm.arch.components import block, mtp
+    from symllm.arch.layers import group_names
+    names = group_names(structure.kinds)
+    copy = structure.mtp_copy  # the group a DeepSeek-style module copies: the last layer's kind
+    last = structure.kinds[copy]
+    own = (block(structure, replace(last, shared_topk=False), name=names[copy])
+           if last.shared_topk and not structure.mtp_blocks else None)
+    return mtp(mdl, tuple(names[i] for i in structure.mtp_blocks), own, copy=names[copy])
+
+
 @lru_cache(maxsize=None)
 def params_table(structure: Structure) -> TableKernel:
     """One compiled function giving every breakdown term, one block and the total, per structure.
@@ -89,19 +110,7 @@ def params_table(structure: Structure) -> TableKernel:
     terms["total"] = mdl.total("params")
     terms["active"] = mdl.total("active")  # what one token uses: all of it, but for the k of n_e experts
     if structure.mtp:  # stored by the checkpoint, not built by transformers: its own part, not in the total
-        from dataclasses import replace
-
-        from symllm.arch.components import block, mtp
-        from symllm.arch.layers import group_names
-        names = group_names(structure.kinds)
-        copy = structure.mtp_copy  # the group a DeepSeek-style module copies: the last layer's kind
-        last = structure.kinds[copy]
-        # the module's layer runs its own indexer where the last layers reuse a top-k (SGLang's is_nextn layer:
-        # skip_topk = False)
-        own = (block(structure, replace(last, shared_topk=False), name=names[copy])
-               if last.shared_topk and not structure.mtp_blocks else None)
-        terms["mtp"] = mtp(mdl, tuple(names[i] for i in structure.mtp_blocks), own,
-                           copy=names[copy]).total("params")
+        terms["mtp"] = mtp_module(structure, mdl).total("params")
     table = TableKernel(terms)
     cache_put("params-table", key, (json.dumps([a.name for a in table.args]), json.dumps(table.names), table.source))
     return table

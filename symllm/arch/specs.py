@@ -28,8 +28,7 @@ from symllm.arch.layers import Structure, Variant
 from symllm.arch.part_options import structure_options, variant_options
 from symllm.numbers.kernels import compile_expr
 
-__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan", "plan_of",
-           "routing_of"]
+__all__ = ["Spec", "spec_of", "variant_of", "hidden_dim_kernel", "structure_model", "hf_plan"]
 
 
 @lru_cache(maxsize=None)
@@ -43,34 +42,8 @@ def structure_model(structure: Structure, causal: bool = False) -> Component:
     return model(structure, causal=causal)
 
 
-def plan_of(tp_plan: str | None) -> dict | None:
-    """transformers' tensor-parallel plan of the family ``tp_plan`` names where it differs from the parts' own
-    splits (:attr:`symllm.arch.families.hf.Family.tp_plan`: a part's name -> its split and every part's under it;
-    ``{}``: none differs, None: transformers has no plan for the family).
-
-    >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
-    ({}, None, {'shared_expert': 'whole'})
-    """
-    if tp_plan is None:
-        return {}
-    from symllm.arch.families.hf import family_of  # (the registry loads every family module)
-    return family_of(tp_plan).tp_plan
-
-
-def routing_of(tp_plan: str | None) -> str | None:
-    """The dtype transformers' router for the family ``tp_plan`` names hands its experts their routing weights in
-    (:attr:`symllm.arch.families.hf.Family.routing_weights`; None: the hidden states').
-
-    >>> routing_of("deepseek_v3"), routing_of("llama4_text"), routing_of("qwen3_moe"), routing_of(None)
-    ('fp32', 'none', None, None)
-    """
-    if tp_plan is None:
-        return None
-    from symllm.arch.families.hf import family_of
-    return family_of(tp_plan).routing_weights
-
-
-#: a family's routing weights' dtype (:func:`routing_of`) -> the bytes of one (:attr:`Rules.routing`; None: β_a)
+#: a family's routing weights' dtype (:func:`symllm.arch.families.hf.routing_of`) -> the bytes of one
+#: (:attr:`Rules.routing`; None: β_a)
 _ROUTING = {None: None, "fp32": sp.Integer(FP32), "none": sp.S.Zero}
 
 
@@ -80,7 +53,8 @@ _PLANNED: dict[tuple, tuple] = {}
 
 
 def hf_plan(tree: Component, tp_plan: str | None) -> Component:
-    """``tree`` with each part that transformers' plan for the family ``tp_plan`` (:func:`plan_of`) splits otherwise
+    """``tree`` with each part that transformers' plan for the family ``tp_plan``
+    (:func:`symllm.arch.families.hf.plan_of`) splits otherwise
     than the part's own split declaring that split for the ``hf`` engine (``Rules.engines``), the parts under a named
     one alike (under a "whole" one, replicated); ``tree`` itself where the plan is the parts' own (one tree per tree
     and plan).
@@ -92,6 +66,7 @@ def hf_plan(tree: Component, tp_plan: str | None) -> Component:
     hit = _PLANNED.get((id(tree), tp_plan))
     if hit is not None and hit[0] is tree:
         return hit[1]
+    from symllm.arch.families.hf import plan_of, routing_of  # (the registry loads every family module)
     plan = plan_of(tp_plan) or {}
     routing = _ROUTING[routing_of(tp_plan)]  # the bytes of a routing weight its experts take (None: β_a)
 

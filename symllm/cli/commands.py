@@ -15,7 +15,7 @@ from symllm.arch import config as cfgmod
 from symllm.errors import OptionWarning, SymllmError
 from symllm.files import json_text, write_atomic
 from symllm import validate
-from symllm.present.format import grouped, human, human_bytes, layout_words, overlap_words
+from symllm.present.format import grouped, grouped_bytes, human, human_bytes, layout_words, overlap_words
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.ignored import (HARDWARE, TIME_ONLY, TIMED_HARDWARE, TIMED_TRAINING, not_applying, warn_ignored,
                                  warn_untimed)
@@ -279,8 +279,8 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             rows = [("parameters", grouped(work["params"]["per_gpu"]), human(work["params"]["per_gpu"]))]
             # none of the training rows (null) in an engine's own expert-parallel layout: it serves only
             unanswered = work.get("training", {}).get("reason")
-            rows += [(k, grouped(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items() if v is not None]
-            rows += [(f"sent: {k}", grouped(v), human_bytes(v)) for k, v in work["comm"].items() if v is not None]
+            rows += [(k, grouped_bytes(v), human_bytes(v)) for k, v in work["memory_per_gpu"].items() if v is not None]
+            rows += [(f"sent: {k}", grouped_bytes(v), human_bytes(v)) for k, v in work["comm"].items() if v is not None]
             moe_tp = w["tp"] > 1 and "ep" in work["comm"]  # a mixture's routed experts under tp: split or whole
             laid, trained = work.get("tp_layout"), work.get("training_tp_layout")
             both = laid and trained not in (None, laid)  # each kind's rows in its own engine's layout: said below

@@ -197,7 +197,7 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
 
 #: count's options for --serve (symllm.costs.serving.capacity's keywords)
 SERVE = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "block_size", "non_torch",
-         "indexer_kv_dtype")
+         "indexer_kv_dtype", "ubatch", "flash_attn")
 
 
 def _running_limit(x: dict) -> str:
@@ -315,7 +315,8 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
                     else "not even batch 1, seq 1")
     engine = ""
     if serving:  # the engine's own answer (count --serve's section below), not this peak's
-        held = serving.get("most_sequences", int(serving["max_concurrency"]))
+        from symllm.costs.serving import most_sequences  # every door's one answer
+        held = most_sequences(serving)
         engine = f"; {serving['engine']}'s KV cache holds {held:,} (serving, below)"
     rows = [("inference peak", human_bytes(t["inference_peak"]), "",
              f"{'fits' if t['fits'] else 'does not fit'} " + (
@@ -360,6 +361,9 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     trained = "" if serves_only else f"training peak: {a['training_fits']}; "
     out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; {trained}"
                          f"largest context: {a['max_context']}."))
+    if "training_step" in a and not serves_only and t["training_fits"]:  # LoRA's FLOPs: not modelled yet
+        out.append(wrap_text(f"LoRA: the training step counts {a['training_step']}: its times and cost count that "
+                             "work too."))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())

@@ -97,17 +97,40 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-#: a flag of one command typed to another (command, flag): what this command takes instead
+#: a flag of one command typed to another (command, flag): what this command takes or writes instead
 _OTHER_COMMANDS_FLAG = {
     ("plan", "--serve"): "plan ranks serving layouts unless --train",  # count's flag, read as plan's default
     ("plan", "--gpu"): "plan takes --gpus NxGPU, e.g. 8xh100-sxm",  # count's flag, a prefix of plan's
     ("count", "--gpus"): "count takes --gpu; plan takes --gpus",
-    ("count", "--train"): "count times training always; plan takes --train"}
+    ("count", "--train"): "count times training always; plan takes --train",
+    # --json is count's, plan's and presets': the others write their own formats
+    ("report", "--json"): "report writes --format markdown or latex",
+    ("derive", "--json"): "derive writes --format text, pretty, latex, markdown",
+    ("sweep", "--json"): "sweep writes JSON lines: --format jsonl"}
 
 
-def _hint(parser: argparse.ArgumentParser, command: str | None, message: str) -> str:
+def _gpus_words(argv, stray: list[str]) -> str | None:
+    """plan's ``--gpus`` typed as two or three words (``--gpus 8 h100-sxm``, ``8x h100-sxm``, ``8 x h100-sxm``),
+    the words after its value being the ``stray`` arguments argparse did not take: the one word it takes; else None.
+
+    >>> _gpus_words(["plan", "m", "--gpus", "8", "x", "h100-sxm"], ["x", "h100-sxm"]), _gpus_words(["plan", "m",
+    ...             "n", "--gpus", "8xh100-sxm"], ["n"])
+    ('8xh100-sxm', None)
+    """
+    argv = list(argv or ())
+    for i, a in enumerate(argv[:-2]):
+        counted = re.fullmatch(r"\d+[x×*]?", argv[i + 1], re.IGNORECASE)  # the value a count alone (8, 8x)
+        if a == "--gpus" and counted and stray and argv[i + 2] == stray[0]:  # the first word argparse left after it
+            words = argv[i + 1:i + 4 if argv[i + 2].lower() in ("x", "×", "*") else i + 3]  # 8 x h100-sxm: three
+            one = re.fullmatch(r"(\d+)\s*[x×*]?\s*([a-z][^\s]+)", " ".join(words), re.IGNORECASE)
+            return f"{one[1]}x{one[2]}" if one else None
+    return None
+
+
+def _hint(parser: argparse.ArgumentParser, command: str | None, message: str, argv=None) -> str:
     """``message`` (argparse's unrecognized or ambiguous option) with what the user may have meant: the flag
-    of another command (:data:`_OTHER_COMMANDS_FLAG`), else the nearest of ``command``'s flags.
+    of another command or the format it writes (:data:`_OTHER_COMMANDS_FLAG`), ``--gpus`` as one word (``argv``: the
+    arguments given; :func:`_gpus_words`), derive's model as ``--model``, else the nearest of ``command``'s flags.
 
     >>> _hint(build_parser("count"), "count", "unrecognized arguments: --tpp 8")
     'unrecognized arguments: --tpp 8 (did you mean --tp?)'
@@ -118,6 +141,11 @@ def _hint(parser: argparse.ArgumentParser, command: str | None, message: str) ->
     typed = ([a.split("=")[0] for a in unknown[1].split() if a.startswith("--")] if unknown
              else [ambiguous[1]] if ambiguous else [])
     hint = next((_OTHER_COMMANDS_FLAG[command, f] for f in typed if (command, f) in _OTHER_COMMANDS_FLAG), None)
+    one = _gpus_words(argv, unknown[1].split()) if unknown and hint is None else None
+    if one:
+        hint = f"--gpus is one word, N x GPU: --gpus {one}"
+    elif unknown and hint is None and command == "derive" and not unknown[1].startswith("-"):
+        hint = f"derive takes a model as --model {unknown[1].split()[0]}"  # the others' first word
     if hint is None and unknown and typed:
         sub = next((a.choices.get(command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
                    None)
@@ -141,7 +169,7 @@ class _Parser(argparse.ArgumentParser):
         if own:
             message = own[1]
         command = getattr(self, "command", None) or self.prog.split()[-1]  # the main parser's, or a subcommand's
-        message = _hint(self, command, message)
+        message = _hint(self, command, message, getattr(self, "given", None))
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
         if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
             # a positional's metavar (COMMAND, KIND) in the lower case of every other field's name
@@ -151,6 +179,10 @@ class _Parser(argparse.ArgumentParser):
             names = [n.strip("'") for n in choices[3].split(", ")]
             message = f"{start}{validate.listed(names, room - len(start) - 1, near=choices[2].strip(chr(39)))})"
         self.exit(2, f"symllm: error: {fit_line(message, room)}\n")
+
+    def parse_args(self, args=None, namespace=None):
+        self.given = sys.argv[1:] if args is None else list(args)  # what error()'s hint reads (_gpus_words)
+        return super().parse_args(args, namespace)
 
     def add_argument(self, *args, **kwargs):
         choices = kwargs.get("choices")
@@ -354,7 +386,9 @@ def _sweep_parser(p) -> None:
                    help="one point per row of a CSV, JSON-lines or Parquet file instead of a grid (default: the "
                         "grid)")
     p.add_argument("--quantity", default="params", metavar="Q[,Q...]",
-                   help="params (default), flops, kv_cache, training_flops, weights, ... or params:block/attention/wq")
+                   help="params (default), flops (one forward of --seq new tokens after --context cached, --seq "
+                        "unless given; count's prefill: prefill_flops), kv_cache, training_flops, weights, ... or "
+                        "params:block/attention/wq")
     p.add_argument("--where", metavar="COND",
                    help='keep rows that pass, e.g. "params < 9e9 and dim >= 4096" (default: every row)')
     p.add_argument("-o", "--output", metavar="FILE",
@@ -390,6 +424,13 @@ def _serving_options(s) -> None:
     s.add_argument("--non-torch-memory", dest="non_torch", type=float, default=None, metavar="GIB",
                    help="CUDA context, NCCL buffers (vLLM logs non_torch_memory; default: the --engine's, vLLM's "
                         "0.35)")
+    s.add_argument("--ubatch", type=int, default=None, metavar="N",
+                   help="llama.cpp's -ub/--ubatch-size (n_ubatch): the micro-batch its compute buffer is reserved "
+                        "for, at most --max-num-batched-tokens (its n_batch) and the context (default 512)")
+    s.add_argument("--flash-attn", choices=_Choices("costs.engine_memory", "FLASH_ATTN"), default=None,
+                   help="llama.cpp's -fa: FlashAttention, no attention scores in its compute buffer, each "
+                        "sequence's cache padded to 256 cells, not 32 (default off, as in llama.cpp 4227c9be; on "
+                        "for a q8_0 or q4_0 --kv-format, which it runs only so)")
     s.add_argument("--indexer-kv-dtype", choices=_Choices("costs.dsv4_cache", "INDEXER_KEY_BYTES"), default=None,
                    help="DeepSeek-V4's indexer key cache (vLLM 0.33.0's indexer_kv_dtype; default fp8; mxfp4: "
                         "b200, gb200)")

@@ -11,7 +11,8 @@ its groups from evaluated forms, without SymPy), :mod:`~symllm.costs.stacks`,
 :mod:`~symllm.costs.selective` (torchtitan's selective op checkpointing),
 :mod:`~symllm.costs.parallel` (:mod:`~symllm.costs.layouts`: the layout each kind of quantity is in),
 :mod:`~symllm.costs.finetune`, :mod:`~symllm.costs.formats` (weight formats as exact bytes;
-:mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types; :mod:`~symllm.costs.kv_formats`: KV-cache formats),
+:mod:`~symllm.costs.ggml`: llama.cpp's GGML types and file types; :mod:`~symllm.costs.kv_formats`: KV-cache formats;
+:mod:`~symllm.costs.weight_formats`: the weight formats each engine runs, on which cards, at which peak),
 :mod:`~symllm.costs.checkpoints` (a checkpoint's headers against the tree; :mod:`~symllm.costs.headers` reads
 them),
 :mod:`~symllm.costs.serving` (each engine's KV cache, vLLM's paged one by default: tokens and concurrency;
@@ -48,7 +49,7 @@ from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in (
     "workloads", "peft_targets", "phases", "decoding", "stacks", "parallel", "layouts", "finetune", "formats", "ggml",
-    "kv_formats",
+    "kv_formats", "weight_formats",
     "checkpoints", "headers", "serving", "engine_memory", "hardware", "accelerators", "roofline_bytes", "efficiency",
     "figures", "gemm_cards", "collectives", "dp_traffic", "tiles", "traffic",
     "power", "dsv4_cache", "stage_parts", "numbered", "selective", "search",

@@ -17,7 +17,9 @@ way, so half of it is used. Any other card: :func:`custom` (``--gpu-memory``, ``
 **Which peak**: the matmuls' dtype. bf16 and fp16 weights multiply in their own dtype; fp8 weights in fp8
 (fp8 GEMMs, as TransformerEngine and vLLM run fp8 checkpoints); int8 and int4 weights are weight-only
 quantisation, dequantised in the kernel and multiplied in the activations' dtype (``act_dtype``, bf16 by
-default), so theirs is the ``act_dtype`` peak. fp32 and fp64 matmuls have no entry (the table holds tensor
+default), so theirs is the ``act_dtype`` peak. A ``--weight-format`` an engine runs by its own kernels
+(NVFP4 on FP4 tensor cores: the ``fp4`` peak; Marlin's weight-only FP4 and FP8: the ``act_dtype`` peak) is
+:func:`symllm.costs.weight_formats.matmul_dtype`'s. fp32 and fp64 matmuls have no entry (the table holds tensor
 core peaks): refused with one line.
 
 >>> gpu("h100-sxm").bf16, gpu("h100-sxm").bandwidth
@@ -102,6 +104,9 @@ class GPU:
     #: the CUDA compute capability, ``"major.minor"`` (``torch.cuda.get_device_capability``), what engines gate
     #: kernels on (efficiency.json ``kv_format_sm``); None: not a CUDA card (AMD, Apple) or not known (:func:`custom`)
     sm: str | None = None
+    #: peak dense FP4 tensor-core FLOP/s (NVFP4 weights and activations: symllm.costs.weight_formats); None: no FP4
+    #: tensor cores, or no datasheet figure read
+    fp4: int | None = None
 
     @property
     def usable(self) -> int:
@@ -113,15 +118,16 @@ class GPU:
         return self.reported if self.reported is not None else self.memory
 
     def peak(self, dtype: str, field: str = "dtype") -> int:
-        """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8); a refusal names ``field``, the option
-        that chose it (``compute_dtype`` where that was given).
+        """Peak dense FLOP/s of matmuls in ``dtype`` (bf16, fp16, fp8; fp4 where NVFP4 weights choose it:
+        :func:`symllm.costs.weight_formats.matmul_dtype`); a refusal names ``field``, the option that chose it
+        (``compute_dtype`` where that was given).
 
         >>> gpu("a100-80gb").peak("fp8", "compute_dtype")
         Traceback (most recent call last):
         ...
         symllm.errors.SymllmError: compute_dtype: a100-80gb has no fp8 tensor cores; use bf16 or fp16
         """
-        if dtype not in ("bf16", "fp16", "fp8"):
+        if dtype not in ("bf16", "fp16", "fp8", "fp4"):
             raise SymllmError(f"{field}: roofline time needs bf16, fp16 or fp8 matmuls (tensor-core peaks), "
                               f"got {short(dtype, 12)}")
         value = getattr(self, dtype)
@@ -204,7 +210,7 @@ def _catalogue() -> tuple[dict, dict]:
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
             node=link["gpus"] if link else 1, reported=_reported(e.get("reported")),
             power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"), nvidia_smi=tuple(e.get("nvidia_smi", ())),
-            sm=e.get("sm"))
+            sm=e.get("sm"), fp4=_exact(e.get("fp4"), _T))
     networks = {n["name"]: Network(n["name"], n["title"], _exact(n["bandwidth"], _G), n["source"], n["url"])
                 for n in raw["networks"]}
     return gpus, networks
@@ -272,7 +278,7 @@ def gpu(name, field: str = "gpu") -> GPU:
     >>> gpu("rtx 4080")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090, rtx3090; all ...: see --help)
+    symllm.errors.SymllmError: gpu: unknown 'rtx 4080' (known: rtx4090, rtx5090; all ...: see docs/hardware.md)
     >>> gpu("foo", field="gpus")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -291,7 +297,9 @@ def gpu(name, field: str = "gpu") -> GPU:
         ordered = sorted(starting, key=list(known).index)  # catalogue order
         raise SymllmError(with_list(f"{field}: {short(name, 20)} is ambiguous (one of: ", ordered, near=key,
                                     see="docs/hardware.md"))
-    raise SymllmError(with_list(f"{field}: unknown {short(name, 20)} (known: ", known, near=key or name))
+    # the whole catalogue is listed in docs/hardware.md (--gpu's help names a few cards)
+    raise SymllmError(with_list(f"{field}: unknown {short(name, 20)} (known: ", known, near=key or name,
+                                see="docs/hardware.md"))
 
 
 def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) -> GPU:
@@ -333,8 +341,7 @@ def custom(base: str | None = None, *, memory=None, bandwidth=None, flops=None) 
     if flops is not None:
         peak = _given("gpu_flops", flops, _T)
         changes.update({k: peak for k in ("bf16", "fp16") if base is None or getattr(g, k) is not None})
-        if base is not None and g.fp8 is not None:
-            changes["fp8"] = peak
+        changes.update({k: peak for k in ("fp8", "fp4") if base is not None and getattr(g, k) is not None})
     if base is not None and changes:
         changes["note"] = f"{g.note}; changed on the command line: {', '.join(sorted(set(changes) - {'reported'}))}"
     return dataclasses.replace(g, **changes)

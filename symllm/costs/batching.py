@@ -302,7 +302,7 @@ def _large(card, rule: dict) -> bool:
     """Whether ``card`` gets an engine's large-card defaults (:data:`SCHEDULER`'s ``large_card``)."""
     if "by_name" in rule:
         return any(_named(card, chip) for chip in rule["by_name"])
-    return card.usable >= rule["gib"] * 2 ** 30 and rule["not"] not in card.name.lower()
+    return card.usable >= rule["gib"] * 2 ** 30 and not _named(card, rule["not"])
 
 
 def default_max_num_seqs(gpu, engine: str | None = None, kv_tokens: int | None = None,

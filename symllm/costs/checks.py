@@ -40,6 +40,9 @@ What is refused, and why (each a one-line :class:`~symllm.errors.SymllmError` na
   vLLM 0.33.0's nvfp4 on 8.x, 9.x, 10.x and 12.x, 10.x only at head width 64, TensorRT-LLM's on 10.x; and
   ``kv_formats_no_mla``: vLLM's nvfp4 on a model that caches an MLA latent, which none of its MLA backends holds);
   without an engine, where no engine that holds the format could (an nvfp4 cache on a T4, an AMD or Apple card);
+* ``weight_format`` on a card its engine runs that format on by no path (its entry's ``weight_formats``:
+  :mod:`symllm.costs.weight_formats`; TensorRT-LLM's and SGLang's NVFP4 below sm 10, TensorRT-LLM's FP8 on Ampere);
+  without an engine, where no engine that declares the format could;
 * ``ep``: expert parallelism on a model without routed experts, or ``ep`` ranks that do not divide
   the experts (DeepSpeed-MoE and Megatron-LM refuse it too; :mod:`symllm.costs.parallel`);
 * ``stack``: a named software stack (``--stack hf-sdpa``) that does not model a part of the model (a
@@ -74,7 +77,8 @@ from symllm.errors import SymllmError
 from symllm.validate import ROOM, fitting, listed
 
 __all__ = ["Check", "CHECKS", "check", "check_structure", "past_window", "warn_past_window", "failures",
-           "splits_heads", "model_fields", "mamba_fields", "workload_fields", "split_units"]
+           "splits_heads", "model_fields", "config_fields", "check_config", "mamba_fields", "workload_fields",
+           "split_units"]
 
 
 @dataclass(frozen=True)
@@ -239,12 +243,13 @@ def _kv_runs(entry, value, f) -> bool:
 
 def _kv_holders(f, option, value) -> list:
     """The inference engines whose entries could hold the stated KV cache: the workload's, or without one every
-    engine whose ``kv_formats`` list it."""
-    from symllm.costs import figures  # (efficiency.json, read on first use)
+    engine (:data:`symllm.costs.efficiency.ENGINES`) that runs inference (:func:`symllm.costs.figures.runs`) and whose
+    ``kv_formats`` list it."""
+    from symllm.costs import efficiency, figures  # (efficiency.json, read on first use)
     if f.get("engine") is not None:
-        return [_engine(f)] if _engine(f).get("kind") == "inference" else []
-    entries = [figures.engine(n) for n in figures.data()["engines"] if n != "about"]
-    return [e for e in entries if e.get("kind") == "inference" and value in (e.get("kv_formats") or {}).get(option, ())]
+        return [_engine(f)] if figures.runs(f["engine"], "inference") else []
+    entries = [figures.engine(n) for n in efficiency.ENGINES if figures.runs(n, "inference")]
+    return [e for e in entries if value in (e.get("kv_formats") or {}).get(option, ())]
 
 
 def _kv_card_ok(f):
@@ -268,6 +273,11 @@ def _kv_card_line(f) -> str:
     card = (f"is sm {f['gpu_sm']}" if f.get("gpu_sm") else "has no known sm" if f["gpu"] == "custom" else
             "is not a CUDA card")
     return f"{start}: {f['gpu']} {card}; it needs sm {needs}{width}"
+
+
+def _weights():
+    from symllm.costs import weight_formats  # (the weight formats each engine runs: efficiency.json, on first use)
+    return weight_formats
 
 
 def _layer_split_ok(f):
@@ -301,6 +311,8 @@ CHECKS = (
     Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
     Check("kv_format", ("kv_format", "kv_dtype", "engine", "gpu", "gpu_sm", "head_dim", "mla"), _kv_card_ok,
           _kv_card_line),
+    Check("weight_format", ("weight_format", "engine", "gpu", "gpu_sm"), lambda f: _weights().runs(f),
+          lambda f: _weights().refusal(f)),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,
@@ -316,7 +328,8 @@ CHECKS = (
 
 def model_fields(model) -> dict:
     """The fields :data:`CHECKS` read from a model: any config (a :class:`~symllm.arch.specs.Spec`, a
-    ``ModelConfig``, a preset name or a path), or a bare component tree (a derivation without a config:
+    ``ModelConfig``, a preset name or a path): :func:`config_fields` and the whole units its layouts split
+    (:func:`split_units`, read off its parts); or a bare component tree (a derivation without a config:
     only whether it has routed experts is known, and the checks of what it does not know pass).
 
     >>> model_fields("mixtral-8x7b")["n_experts"]
@@ -324,20 +337,57 @@ def model_fields(model) -> dict:
     """
     from symllm.arch.components import Component  # (these load SymPy; this module stays light)
     from symllm.arch.resolved import spec
-    from symllm.arch.specs import plan_of
 
     if not isinstance(model, Component):
         model = spec(model)
-        return {"name": model.name, "n_layers": model.n_layers, "experts": model.n_experts is not None,
-                "n_experts": model.n_experts, "n_heads": model.n_heads, "n_kv_heads": model.n_kv_heads,
-                "expert_width": model.hidden_dim if model.n_experts else None, **mamba_fields(model),
-                "split_units": split_units(model), "hf_plan": plan_of(model.tp_plan) is not None,
-                "hf_experts": (plan_of(model.tp_plan) or {}).get("experts"), "head_dim": model.config.head_dim,
-                "mla": model.config.kv_lora_rank is not None}
+        return {**config_fields(model.config), "split_units": split_units(model)}
     from symllm.costs.parallel import has_experts
     return {"name": "this model", "n_layers": None, "experts": has_experts(model), "n_experts": None,
             "n_heads": None, "n_kv_heads": None, "expert_width": None, "mamba_heads": None, "mamba_groups": None,
             "split_units": None, "hf_plan": None, "hf_experts": None, "head_dim": None, "mla": None}
+
+
+def config_fields(config) -> dict:
+    """The fields :data:`CHECKS` read from a config's own numbers (a ``ModelConfig``, a preset name, a path or a
+    config dict: :func:`symllm.arch.catalogue.resolve`), no formula built and no SymPy loaded: every field of
+    :func:`model_fields` but the whole units its layouts split (``split_units``, read off the parts: a check of them
+    passes here), what a door that must not load SymPy checks (``count --serve`` and
+    :func:`symllm.costs.serving.check`, a count read back from kept kernels: :mod:`symllm.studies.quick`).
+
+    >>> f = config_fields("mixtral-8x7b")
+    >>> f["n_experts"], f["expert_width"], f["hf_plan"], "split_units" in f
+    (8, 14336, True, False)
+    """
+    from symllm.arch.catalogue import resolve
+    from symllm.arch.families.hf import plan_of  # (the families' registry: no SymPy)
+    cfg = resolve(config)
+    plan = plan_of(cfg.tp_plan)
+    return {"name": cfg.name, "n_layers": cfg.n_layers, "experts": cfg.n_experts is not None,
+            "n_experts": cfg.n_experts, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
+            "expert_width": cfg.hidden_dim if cfg.n_experts else None, **mamba_fields(cfg),
+            "hf_plan": plan is not None, "hf_experts": (plan or {}).get("experts"), "head_dim": cfg.head_dim,
+            "mla": cfg.kv_lora_rank is not None}
+
+
+def check_config(config, work) -> None:
+    """Refuse, in :func:`check`'s line, a workload that the config's own numbers refuse (:func:`config_fields`: no
+    SymPy; ``work`` a :class:`~symllm.costs.workloads.Workload`, the config's stated KV cache and weight format in
+    it: :func:`symllm.costs.workloads.with_stated`): what :func:`symllm.costs.serving.check` asks before any number.
+
+    >>> from symllm.costs.workloads import Workload
+    >>> check_config("llama3.2-1b", Workload(pp=17))
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b: too many
+    """
+    _refuse({**config_fields(config), **workload_fields(work)})
+
+
+def _refuse(fields: Mapping) -> None:
+    """Raise the first of :data:`CHECKS` that ``fields`` (scalars) fail, in its one line."""
+    failed = failures(fields)
+    if failed:
+        raise SymllmError(failed[0].line(fields))
 
 
 def split_units(spc) -> tuple:
@@ -388,7 +438,8 @@ def workload_fields(work) -> dict:
     >>> [(w["kv_format"], w["kv_dtype"]) for w in f]
     [('int8', None), (None, None)]
     """
-    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype")}
+    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype",
+                                         "weight_format")}
     kv = None
     if work.kv_format is not None:
         from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)
@@ -447,10 +498,7 @@ def check(model, work) -> None:
     ...
     symllm.errors.SymllmError: pp: 17 pipeline stages for the 16 blocks of llama3.2-1b: too many
     """
-    fields = {**model_fields(model), **workload_fields(work)}
-    failed = failures(fields)
-    if failed:
-        raise SymllmError(failed[0].line(fields))
+    _refuse({**model_fields(model), **workload_fields(work)})
     from symllm.arch.components import Component
     from symllm.costs.workloads import COMPONENT_STACKS
     if work.stack not in COMPONENT_STACKS:  # (the component stacks model every part: no tree to build)

@@ -17,7 +17,7 @@ from fractions import Fraction
 from symllm.costs.figures import data, fraction as _x
 from symllm.validate import choice
 
-__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered",
+__all__ = ["SAVED_COLLECTIVES", "forward_runs", "moe_alltoalls", "summed", "reduced_sublayers", "gathered", "repeated",
            "step_collectives", "row_bytes", "LOSS_STATISTICS", "COLUMN_PARALLEL", "column_parallel", "engine_shape",
            "training_collectives", "FLOAT8_GATHERS", "training_calls", "busiest_calls", "training_tp_bytes",
            "link_kind", "collective",
@@ -183,10 +183,26 @@ def _vocabulary_parts(stage, heads: tuple = ()) -> tuple:
     import sympy as sp
     from symllm.arch.components.base import COLUMNS
 
-    def count(comp, weight: str, split) -> sp.Expr:
-        own = 1 if comp.rules.weight == weight and split(comp) else 0
-        return comp.repeat * (own + sum((count(c, weight, split) for c in comp.children), sp.S.Zero))
-    return count(stage, "embedding", summed), count(stage, "head", lambda c: c.rules.split in (*COLUMNS, *heads))
+    def count(weight: str, split) -> sp.Expr:
+        return sum((times for c, times in repeated(stage, weight) if split(c)), sp.S.Zero)
+    return count("embedding", summed), count("head", lambda c: c.rules.split in (*COLUMNS, *heads))
+
+
+def repeated(stage, weight: str):
+    """Each part of ``stage`` (itself included) whose weight is ``weight`` (``"embedding"``, ``"head"``:
+    :attr:`~symllm.arch.components.Rules.weight`), with the times it runs there: its own repeat and those above it.
+    What :func:`_vocabulary_parts` counts and :func:`symllm.costs.loss_memory.logits_memory` walks.
+
+    >>> from symllm.arch.components import model
+    >>> [(c.name, n) for c, n in repeated(model(), "head")]
+    [('lm_head', 1)]
+    """
+    def walk(comp, times):
+        if comp.rules.weight == weight:
+            yield comp, times
+        for c in comp.children:
+            yield from walk(c, times * c.repeat)
+    return walk(stage, stage.repeat)
 
 
 #: the fp32 all-reduces of ``b·s`` values a vocabulary-parallel cross-entropy runs in forward, none in backward: the
@@ -279,10 +295,9 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
     import sympy as sp
 
     sized, heads = _sized(stage, seq, recompute, experts, columns)
-    kinds = {"weight_grads": "all_reduce"}  # a replicated weight's gradient: one all-reduce each
 
-    def total(kind: str) -> sp.Expr:
-        return sum((n for (k, *_), n in sized.items() if kinds.get(k, k) == kind), sp.S.Zero)
+    def total(kind: str) -> sp.Expr:  # a replicated weight's gradient among the all-reduces (_REDUCED)
+        return sum((n for (k, *_), n in sized.items() if _REDUCED.get(k, k) == kind), sp.S.Zero)
     whole = gathered(stage, recompute, seq, columns)
     return {**{k: total(k) for k in ("all_reduce", "all_gather", "reduce_scatter")}, "loss": LOSS_STATISTICS * heads,
             "gathered": whole["training_gathers"], "gathered_grads": whole["training_reduces"],
@@ -293,6 +308,12 @@ def training_collectives(stage, seq: bool = False, recompute: bool | str = False
 #: :data:`symllm.costs.tp_overlap.PAIRS` names them), by the sublayer whose linears they feed: a column group's forward
 #: all-gather of its input (``_fprop``) and a row split's backward one of its output gradient (``_dgrad``)
 FLOAT8_GATHERS = {"attention": ("qkv_fprop", "proj_dgrad"), "feed_forward": ("fc1_fprop", "fc2_dgrad")}
+
+
+#: the kinds :func:`_sized` counts that are all-reduces (each sends twice a gather's share: :func:`training_tp_bytes`),
+#: by the count :func:`training_collectives` gives each under: a replicated weight's gradient among the all-reduces,
+#: the routing weights' gradients on their own
+_REDUCED = {"all_reduce": "all_reduce", "weight_grads": "all_reduce", "routing": "routing"}
 
 
 def _sized(stage, seq, recompute, experts, columns, float8=()) -> tuple:
@@ -437,11 +458,10 @@ def training_tp_bytes(stage, seq: bool = False, recompute: bool | str = False, e
     from symllm.costs.rings import ring
 
     sized, heads = _sized(stage, seq, recompute, experts, columns, float8)
-    reduced = ("all_reduce", "routing", "weight_grads")  # an all-reduce sends twice a gather's share
 
     def sent(kind: str, width, size):  # one collective's share: a weight's gradient has no rows
         return ring(size * width, S.N_t) if kind == "weight_grads" else row_bytes(width, size)
-    return (sum(((1 + (kind in reduced)) * n * sent(kind, width, size) for (kind, width, size), n in sized.items()),
+    return (sum(((1 + (kind in _REDUCED)) * n * sent(kind, width, size) for (kind, width, size), n in sized.items()),
                 sp.S.Zero)
             + 2 * LOSS_STATISTICS * heads * ring(STAT_BYTES * S.b * S.s, S.N_t)
             + gathered(stage, recompute, seq, columns)["training_bytes"])

@@ -24,7 +24,8 @@ each figure with its source:
   KV cache after them (``max(GEMMs, weights) + cache``, not ``max(GEMMs, weights + cache)``); weight-only ``--dtype
   int4`` and ``int8`` (torch's kernels) a further ``dequant`` fraction (they unpack what they read). A
   ``--weight-format`` streams its exact bytes at ``η_mem``: its engine's kernels (llama.cpp's, Marlin) are not measured
-  apart.
+  apart, except the weight-only paths :mod:`symllm.costs.weight_formats` declares (Marlin's FP4 and FP8: the
+  ``dequant`` of their bits).
 * **Engine kernels** where sourced (``engines`` in efficiency.json): llama.cpp runs a prompt in micro-batches
   of ``ubatch`` tokens, its fp16 GEMMs at a GeForce card's fp16-accumulate peak (``fp16_accumulate``), and
   its 2024 batch-1 fp16 mat-vec streams at the rate its SMs issue the loads where the card's SMs and clock are
@@ -89,7 +90,7 @@ from fractions import Fraction
 
 from symllm.arch.dtypes import BF16
 from symllm.costs import tiles as _tiles  # (its core_on_tiles read at call time)
-from symllm.costs import tp_overlap
+from symllm.costs import tp_overlap, weight_formats
 from symllm.costs.attention_training import core_training_s, training_kernel
 from symllm.costs.collectives import allreduce_s, training_tp_s
 from symllm.costs.dp_traffic import dp_collectives, p2p_s, training_dp_s
@@ -116,15 +117,15 @@ def __getattr__(name):  # ENGINES: read on first use
 
 def gemm(dtype: str, m, card: str | None = None) -> Fraction:
     """``η_gemm``: the fraction of ``dtype``'s dense peak a GEMM of ``m`` token rows reaches (fp8's table for
-    fp8 and int8 W8A8, bf16's otherwise), on ``card`` (a catalogue name: the measured curve times
-    :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
+    fp8, int8 W8A8 and fp4, unmeasured: efficiency.json ``gemm.fp4``; bf16's otherwise), on ``card`` (a catalogue
+    name: the measured curve times :func:`symllm.costs.gemm_cards.card_scale`; None: the curve as measured).
 
     >>> round(float(gemm("fp8", 16384)), 3), float(gemm("bf16", 10 ** 9))
     (0.625, 0.711)
     >>> round(float(gemm("bf16", 16384, "a100-80gb")), 4)
     0.7693
     """
-    table = "fp8" if dtype in ("fp8", "int8") else "bf16"
+    table = "fp8" if dtype in ("fp8", "int8", "fp4") else "bf16"
     return min(Fraction(1), interpolate(data()["gemm"][table], max(1, m)) * card_scale(table, card))
 
 
@@ -239,24 +240,31 @@ def train_factor(factor, d=None, ridge=None) -> Fraction:
     return 1 / (1 + x)
 
 
-def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None) -> Fraction:
+def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None, *, train=None, capped=None,
+                tiled=None) -> Fraction:
     """The fraction of the large-GEMM rate (:func:`gemm` at 16,384 rows) a training step's GEMMs keep, what
     :func:`expected` divides a step's GEMM FLOPs by: the workload's training engine's ``train_factor``, read on the
     step less its attention core (``attention_tiles.train_basis``), at width ``d`` on the card's ridge (its
     ``bf16_peak``, else ``peak``, over ``bandwidth``: :func:`train_factor`); under a power limit the GEMMs' share of
     the step slows, the rest (memory-bound passes) does not: ``1 / (1/capped + 1/factor - 1)``
-    (:func:`symllm.costs.power.power_fraction`).
+    (:func:`symllm.costs.power.power_fraction`). ``train`` (the training engine's entry), ``capped`` (the power
+    fraction) and ``tiled`` (efficiency.json holds ``attention_tiles``): the workload's, given where the caller
+    holds them (:func:`expected`), else read here.
 
     >>> from symllm.costs.workloads import Workload
     >>> step_factor(Workload(gpu="h100-sxm"), 4096), round(float(step_factor(Workload(gpu="h100-sxm", power_cap=500),
     ...                                                                      4096)), 4)
     (Fraction(1929, 2500), 0.724)
     """
-    train = engine_for(getattr(work, "engine", None), "training")
-    basis = _x(data()["attention_tiles"]["train_basis"]) if "attention_tiles" in data() else 1
+    if train is None:
+        train = engine_for(getattr(work, "engine", None), "training")
+    if capped is None:
+        capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
+    if tiled is None:
+        tiled = "attention_tiles" in data()
+    basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
     factor = train_factor(_x(train["train_factor"]) * basis, d,
                           Fraction(bf16_peak or peak) / bandwidth if bandwidth else None)
-    capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
     return 1 / (1 / capped + 1 / factor - 1)
 
 
@@ -318,7 +326,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     host_call = _x(data()["kernel"]["collective_host_s"])  # a torch.distributed call's host time (eager)
     named, rated = card(work), card(work, own_peak=True)  # its memory and fp16; its GEMMs at its own peak
     kind = memory_kind(named) if named is not None else None
-    mem = stream(work.dtype, kind, serve.get("dequant")) * bandwidth  # an engine's own unpacking, where sourced
+    mem = stream(weight_formats.stream_dtype(work), kind, serve.get("dequant")) * bandwidth  # (an engine's own)
     # an engine's fixed cost a layer on Apple's GPUs (no CUDA graph there), in place of its kernels'
     metal = _x(serve["metal_layer_s"]) if serve.get("metal_layer_s") and kind == "unified" else None
     plain_fp16 = work.dtype == "fp16" and getattr(work, "weight_format", None) is None and compute == "fp16"
@@ -437,7 +445,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
     # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
     # (d: where the model states a width; bf16_peak: None where no card's bf16 peak is known, the compute dtype's)
-    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth)
+    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth, train=train, capped=capped,
+                         tiled=tiled)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
     # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
     removed = (Fraction(parts["training_core_flops"])
@@ -504,23 +513,21 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the tensor-parallel collectives' calls a micro-batch (collectives.training_collectives: the bytes' own count),
     # the all-gathers and reduce-scatters among them at their own latency
     widths = all(x in parts for x in ("d", "d_ff", "n_h", "n_kv", "beta_a"))  # a block's (tp_overlap reads them)
-    dense = not experts and widths
-    fp8 = tp_overlap.fp8_gathers(work) if dense else ()  # the blocks' all-gathers an engine runs in float8 (dense:
-    # comm's tp counts them at one byte, parallel.comm)
+    # the blocks' all-gathers an engine runs in float8, as comm's tp counts them at one byte (a dense model's)
+    fp8 = tp_overlap.fp8_in_model(tp_overlap.fp8_gathers(work), bool(experts))
     tp_s = training_tp_s(parts["training_tp_calls"] * micro, parts["training_tp_gathers"] * micro,
                          comm["tp"] * micro, tp_link, work.tp) if work.tp > 1 else Fraction(0)
     # the engine's overlap of the blocks' collectives with their GEMMs: a mixture's expert blocks their attention
     # pairs only, its dense blocks all (tp_overlap.blocks)
     asked = tp_overlap.overlapping(work)
-    mixers = parts.get("mixers", ())
-    spec = tp_overlap.in_model(asked, bool(experts), mixers) if widths else None
+    groups = tp_overlap.blocks(asked, mixers=parts.get("mixers", ()), layers=layers,
+                               moe_layers=moe_layers if experts else 0) if widths else []
     if asked:  # what of a block it covers here, as the outputs say it (tp_overlap.scope)
-        out["tp_overlap"] = tp_overlap.scope(asked, spec)
-    if spec and tp_s:
+        out["tp_overlap"] = tp_overlap.scope(asked, groups)
+    if groups and tp_s:
         slower = max(Fraction(1), gemm(compute, rows, rated) / gemm(compute, max(1, rows // work.tp), rated))
         tp_s -= micro * tp_overlap.model_saved_s(
-            asked, mixers=mixers, layers=layers, moe_layers=moe_layers if experts else 0, d_ff=parts["d_ff"],
-            d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
+            groups, d_ff=parts["d_ff"], d_fd=parts.get("d_fd"), recompute=work.recompute, rows=rows, d=parts["d"],
             q=parts["n_h"] * parts.get("d_hv", parts["head_dim"]), kv=parts["n_kv"] * parts["head_dim"],
             beta_a=parts["beta_a"], tp=work.tp, link=tp_link, gemm_rate=large(compute) * peak * capped,
             chunk_slowdown=slower, stream_rate=passes, fp8=fp8, card=rated, latent=tp_overlap.latent_widths(parts))

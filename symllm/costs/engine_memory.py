@@ -25,8 +25,9 @@ and takes no fraction. An engine that states no rule is refused in one line, nev
 
 The activation peak beside the cache is a forward of the engine's profile tokens (``max_num_batched_tokens``)
 unless the rule states its own working set (``working_set``): llama.cpp reserves its compute buffer for one
-micro-batch, ``min(n_ctx, n_ubatch)`` tokens, with every position's logits, in fp32, and (without FlashAttention)
-the micro-batch's scores against a sequence's whole cache (:func:`symllm.costs.ggml.scores_moment`); gpt-fast's
+micro-batch, ``min(n_ctx, n_batch, n_ubatch)`` tokens (``--ubatch``, its ``-ub``), with every position's logits, in
+fp32, and without FlashAttention (``--flash-attn``, its ``-fa``, off by default: :func:`micro_batch`) the
+micro-batch's scores against a sequence's whole cache (:func:`symllm.costs.ggml.scores_moment`); gpt-fast's
 prefill is one forward of the whole prompt, every position's logits (:func:`working_set`); TGI's warm-up, where
 no budget is given, is its launcher's default ``max_batch_prefill_tokens`` (:func:`warmup_tokens`).
 
@@ -38,20 +39,26 @@ from __future__ import annotations
 from fractions import Fraction
 from math import floor
 
+from symllm.arch.dtypes import BYTES
 from symllm.errors import SymllmError
+from symllm.validate import choice, integer
 
-__all__ = ["PARTS", "rule", "fraction", "default_fraction", "kv_bytes", "context_tokens", "working_set",
-           "warmup_tokens"]
+__all__ = ["PARTS", "FLASH_ATTN", "rule", "micro_batch", "fraction", "default_fraction", "kv_bytes", "context_tokens",
+           "working_set", "warmup_tokens"]
 
 #: the parts of memory a rule names, in the order they are listed
 PARTS = ("non_torch", "weights", "activation")
 
+#: the values of ``flash_attn`` (llama.cpp's ``-fa``), as :func:`micro_batch` takes them beside a bool
+FLASH_ATTN = ("on", "off")
 
-def rule(engine) -> dict:
+
+def rule(engine, ubatch=None, flash_attn=None, kv_format=None) -> dict:
     """The KV-memory rule of ``engine`` (a name, or its conventions, :func:`symllm.costs.figures.engine`): its
     ``kv_memory`` entry, or the entry of the engine it names there (vLLM's older engines name ``vllm``), with
     ``name`` the engine whose rule it is and ``sized_by`` ``"memory"`` or ``"context"``; refused where the engine
-    states none.
+    states none. Where its working set is a micro-batch (llama.cpp: :func:`micro_batch`), ``ubatch`` and
+    ``flash_attn`` the options given (None: the engine's) and the workload's ``kv_format``, resolved into the rule.
 
     >>> r = rule("trtllm")
     >>> r["of"], r["less"], r["sized_by"]
@@ -66,7 +73,52 @@ def rule(engine) -> dict:
         raise SymllmError(f"engine: {table['name']} trains only; serving takes an inference engine (docs/serving.md)")
     if not isinstance(entry, dict):
         raise SymllmError(f"engine: {table['name']} states no KV-cache memory rule (efficiency.json kv_memory)")
-    return {"name": name, "sized_by": "memory", "of": [], "less": [], **entry}
+    return micro_batch({"name": name, "sized_by": "memory", "of": [], "less": [], **entry}, table, ubatch, flash_attn,
+                       kv_format)
+
+
+def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None, kv_format=None) -> dict:
+    """``r`` with the micro-batch options of an engine whose working set is one (its ``working_set`` names the
+    convention holding its size: llama.cpp's ``ubatch``, n_ubatch, 512) resolved: ``ubatch`` the tokens of that
+    micro-batch (its ``-ub``), ``flash_attn`` whether FlashAttention runs (``-fa``, ``"on"``/``"off"`` or a bool;
+    llama.cpp 4227c9be's default off: no scores held, ``working_set``) and ``round_to`` the cells each sequence's
+    cache is padded to (``cells_pad``: 32, or 256 under FlashAttention). A block-quantized ``kv_format`` (q8_0, q4_0:
+    no dtype of its own) takes FlashAttention where the engine's V cache needs it (``quantized_v_needs_flash_attn``),
+    and refuses it off. Either option given to an engine without a micro-batch is refused in one line.
+
+    >>> from symllm.costs.figures import engine
+    >>> r = micro_batch(rule("llama.cpp"), engine("llama.cpp"), ubatch=1024, flash_attn="on")
+    >>> r["ubatch"], r["flash_attn"], r["round_to"]
+    (1024, True, 256)
+    >>> micro_batch(rule("llama.cpp"), engine("llama.cpp"), kv_format="q8_0")["flash_attn"]
+    True
+    >>> micro_batch(rule("vllm"), engine("vllm"), ubatch=256)
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: ubatch: got 256; vllm has no micro-batch option (llama.cpp's -ub, n_ubatch)
+    """
+    own = r.get("working_set") or {}
+    if own.get("tokens") in (None, "prompt"):  # no micro-batch: the options do not apply
+        for key, value in (("ubatch", ubatch), ("flash_attn", flash_attn)):
+            if value is not None:
+                raise SymllmError(f"{key}: got {value!r}; {r['name']} has no micro-batch option (llama.cpp's "
+                                  f"{'-ub, n_ubatch' if key == 'ubatch' else '-fa, flash_attn'})")
+        return r
+    size = int(conventions[own["tokens"]]) if ubatch is None else integer("ubatch", ubatch)
+    needs = bool(own.get("quantized_v_needs_flash_attn")) and kv_format is not None and kv_format not in BYTES
+    if flash_attn is None:
+        on = needs or bool(own.get("flash_attn"))
+    elif isinstance(flash_attn, bool):
+        on = flash_attn
+    else:
+        on = choice("flash_attn", flash_attn, FLASH_ATTN) == "on"
+    if needs and not on:
+        raise SymllmError(f"flash_attn: got {flash_attn!r}; {r['name']}'s quantized V cache ({kv_format}) needs "
+                          "FlashAttention (-fa)")
+    out = {**r, "ubatch": size, "flash_attn": on}
+    if "cells_pad" in r:
+        out["round_to"] = int(r["cells_pad"]["on" if on else "off"])
+    return out
 
 
 def default_fraction(r: dict, gpu, tp: int = 1) -> Fraction:
@@ -134,10 +186,13 @@ def kv_bytes(r: dict, f: Fraction, memory, parts: dict) -> tuple:
 
 def context_tokens(r: dict, context: int, batch: int = 1) -> int:
     """The tokens a context-sized cache holds: ``batch`` sequences of ``context`` tokens, each rounded up to the
-    engine's ``round_to`` (gpt-fast's multiple of 8).
+    engine's ``round_to`` (gpt-fast's multiple of 8; llama.cpp's cells, 32 or under FlashAttention 256:
+    :func:`micro_batch`).
 
     >>> context_tokens(rule("gpt-fast"), 1001), context_tokens(rule("llama.cpp"), 1001, batch=4)
-    (1008, 4004)
+    (1008, 4096)
+    >>> context_tokens(rule("llama.cpp", flash_attn="on"), 1001)
+    1024
     """
     step = r.get("round_to", 1)
     return -(-context // step) * step * batch
@@ -161,9 +216,12 @@ def working_set(r: dict, conventions: dict, seq: int, context: int, batched: int
     own = r.get("working_set")
     if not own:
         return {"tokens": batched, "options": {}, "scores": False}
-    tokens = seq if own["tokens"] == "prompt" else min(context, int(conventions[own["tokens"]]))
+    if own["tokens"] == "prompt":
+        tokens = seq
+    else:  # n_ubatch = min(n_batch, n_ubatch), n_batch = min(n_ctx, n_batch): llama_context's constructor
+        tokens = min(context, batched, r.get("ubatch") or int(conventions[own["tokens"]]))
     return {"tokens": tokens, "options": {"act_dtype": own["dtype"]} if "dtype" in own else {},
-            "scores": bool(own.get("scores"))}
+            "scores": bool(own.get("scores")) and not r.get("flash_attn")}
 
 
 def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool = False) -> int | None:
@@ -181,6 +239,9 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     a mixture.
     ``gpu`` a :class:`symllm.costs.accelerators.GPU` (its ``usable`` memory read as nvidia-smi's total);
     ``quantized``: the config states a quantization (config.json's ``quantization_config``: no ``vram_maximum``).
+    A config.json stating no ``head_dim`` whose ``hidden_size`` the heads do not divide has no head width in the
+    launcher's ``Config`` (``From<RawConfig>`` divides only where the remainder is 0, where transformers rounds
+    down), so neither ``compute_optimal`` nor a bound: ``default``, at most ``max_position_embeddings``.
     A multimodal config.json (``wrapper``: the language model is its ``text_config``) has no ``compute_optimal``
     (``Config::flop`` is None beside a ``vision_config``) and no bound (its sizes and positions are not at its top
     level, where the launcher reads them): ``wrapper_default`` by its ``model_type`` (``gemma3`` 8000), else 4096.
@@ -204,7 +265,11 @@ def warmup_tokens(r: dict, config, gpu, tp: int = 1, fraction=1, quantized: bool
     d, layers = stated.get("hidden_size", cfg.dim), stated.get("num_hidden_layers", cfg.n_layers)
     h = stated.get("num_attention_heads", cfg.n_heads)
     kv = stated.get("num_key_value_heads", h if cfg.stated is not None else cfg.n_kv_heads)
-    d_h = stated.get("head_dim", d // h if cfg.stated is not None else cfg.head_dim)
+    d_h = stated.get("head_dim") if cfg.stated is not None else cfg.head_dim
+    if d_h is None and d % h == 0:  # From<RawConfig>: hidden_size / num_attention_heads only where it divides
+        d_h = d // h
+    if d_h is None:  # Config::get_head_dim None: no flop (compute_optimal) and no model_vram (vram_maximum)
+        return own["default"] if cfg.max_positions is None else min(own["default"], cfg.max_positions)
     if "intermediate_size" in stated:  # the dense layers' width where a family states its experts' elsewhere
         d_ff = stated["intermediate_size"]
     elif cfg.hidden_dim is not None:

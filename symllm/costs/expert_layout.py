@@ -135,7 +135,7 @@ def stated(work, config):
         return work.replace(expert_tp="split")  # no experts to spread
     family = getattr(config, "tp_plan", None)
     if family is not None and layout_engine(work.engine) == "hf":
-        from symllm.arch.specs import plan_of
+        from symllm.arch.families.hf import plan_of
         experts = (plan_of(family) or {}).get("experts")
         if experts is not None:
             return work.replace(expert_tp=experts)

@@ -62,24 +62,28 @@ tensor, the routed experts' 3-D ``ffn_*_exps`` included, except:
 
 * ``output.weight`` (or, with tied embeddings, ``token_embd.weight``): Q8_0 if its rows are not a multiple
   of the base type's block, else Q6_K unless the base type is Q8_0;
-* ``attn_v.weight`` (and MPT's fused ``attn_qkv``, which llama.cpp ranks with it: ``category_is_attn_v``):
+* ``attn_v.weight`` (and ``attn_qkv``, MPT's, Phi-3's and Qwen3.5's DeltaNet's, which llama.cpp ranks with it:
+  ``category_is_attn_v``):
   Q6_K in Q4_K_M and Q5_K_M for the ``attn_v`` tensors ``use_more_bits(i, n)`` picks
   (``i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2``, integer division; ``i`` counts the model's ``attn_v``
-  tensors in block order and ``n`` is their number: a hybrid's attention layers only), Q5_K in Q4_K_S for the
+  tensors in block order and ``n`` is their number: a hybrid's attention layers only, Qwen3.5's ``attn_qkv``
+  too), Q5_K in Q4_K_S for the
   first 4; then, for ``LLM_TYPE_70B`` (llama-model.cpp ``load_hparams``: a dense llama of 80 layers and
   ``n_head != n_head_kv``), Q3_K/Q4_K become Q5_K;
 * with exactly 8 experts (``expert_count``, Mixtral): ``attn_v`` and ``attn_k`` Q8_0 in every file type, and
   ``attn_output`` Q5_K in Q4_K_S and Q4_K_M;
 * ``ffn_down``, ``ffn_down_exps`` and a shared expert's ``ffn_down``: Q6_K in Q4_K_M and Q5_K_M where
-  ``use_more_bits(i, n)``, Q5_K in Q4_K_S for ``i < n/8``, ``n`` the number of blocks and ``i`` the block (a
+  ``use_more_bits(i, n)``, Q5_K in Q4_K_S for ``i < n/8``, ``n`` the file's blocks (GLM-4.5's MTP layer too:
+  ``n_layer_all``) and ``i`` the block (a
   mixture of experts: ``layer_info`` reads it from the name) or, dense, the count of ``ffn_down`` tensors
   before it (``i_ffn_down``); the gate and up experts keep the base type;
-* a tensor whose rows are not a multiple of its type's block falls back: Q4_K → Q5_0, Q5_K → Q5_1,
-  Q6_K → Q8_0, Q2_K/Q3_K/IQ types → IQ4_NL, then F16 if that block does not fit either.
+* a tensor whose rows are not a multiple of its type's block falls back (``tensor_type_fallback``,
+  :func:`~symllm.costs.ggml.fallback`): Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, Q2_K/Q3_K/TQ types → Q4_0,
+  IQ types → IQ4_NL, then F16 if that block does not fit either; other types have none (refused).
 
-``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T`` (F16 where a row
-does not hold whole blocks). The ``size`` llama-bench reports is the sum of the tensors' bytes; a GGUF file
-adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
+``gguf:T`` is ``llama-quantize --pure`` to type ``T``: every quantized tensor in ``T``, with the same
+fallbacks (gpt-oss's rows of 2880 hold no Q4_K block: Q5_0). The ``size`` llama-bench reports is the sum of the
+tensors' bytes; a GGUF file adds its metadata (the tokenizer) and up to 31 bytes of alignment per tensor; Llama 3.1's
 ``rope_freqs.weight`` (``d_h/2`` F32 values) is not a component and is not counted.
 
 >>> r = weight_bytes("llama3.1-8b", "Q4_K_M")
@@ -95,7 +99,7 @@ from math import ceil, prod
 
 from symllm._lazy import module
 from symllm.arch.dtypes import BYTES
-from symllm.costs.ggml import ATTN_V_LIKE, FILE_TYPES, GGML_TYPES, file_type_choice, ggml_bytes
+from symllm.costs.ggml import ATTN_V_LIKE, FILE_TYPES, GGML_TYPES, fallback, file_type_choice, ggml_bytes
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
@@ -157,10 +161,11 @@ def _int(expr, values) -> int:
     return int(v)
 
 
-def tensors(config) -> list[dict]:
-    """The stored tensors of a config's model, in model order: ``path`` (tree path, ``/``-joined), ``kind``
-    (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's and HF's, or
-    ``()``), ``row`` (elements per row), ``rows`` per copy,
+def tensors(config, *, mtp: bool = False) -> list[dict]:
+    """The stored tensors of a config's model, in model order (``mtp``: then its multi-token-prediction modules,
+    :func:`symllm.arch.resolved.mtp_module`, as blocks after the model's layers): ``path`` (tree path,
+    ``/``-joined), ``kind`` (the component's ``rules.weight``, or ``"bias"``), ``names`` (its LoRA names, symllm's
+    and HF's, or ``()``), ``row`` (elements per row), ``rows`` per copy,
     ``count`` (copies: the repeats above it, times ``n_e`` for experts), ``layer`` (the block index of
     each copy's first layer, or None), ``layers`` (the layers of its group of blocks, or None), ``positions``
     (those layers' indices in the model, in order: a group's layers need not be consecutive, Qwen3-Next's
@@ -199,25 +204,12 @@ def tensors(config) -> list[dict]:
             first += rep
         else:
             visit(c, c.name, rep, None, None, ())
+    if mtp and spec.structure.mtp:
+        from symllm.arch.resolved import mtp_module
+        module = mtp_module(spec.structure, mdl)
+        rep = _int(module.repeat, values)
+        visit(module, module.name, rep, first, rep, (), tuple(range(first, first + rep)))
     return out
-
-
-#: the HF module holding a projection, by the part of symllm's tree holding it (transformers' LlamaDecoderLayer)
-HF_PARENTS = {"attention": "self_attn", "feed_forward": "mlp"}
-
-
-def hf_modules(t: dict) -> list[str] | None:
-    """The full HF module names (``model.layers.3.self_attn.q_proj``) of a tensor of :func:`tensors`, one per
-    layer of its group, where symllm names it (a projection of the attention or the MLP, transformers' LLaMA
-    names); None otherwise.
-
-    >>> hf_modules(tensors("llama3.2-1b")[2])[:2]
-    ['model.layers.0.self_attn.q_proj', 'model.layers.1.self_attn.q_proj']
-    """
-    parts = t["path"].split("/")
-    if t["layer"] is None or len(t["names"]) != 2 or len(parts) < 2 or parts[-2] not in HF_PARENTS:
-        return None
-    return [f"model.layers.{i}.{HF_PARENTS[parts[-2]]}.{t['names'][1]}" for i in t["positions"]]
 
 
 def _own(comp, path, count, layer, values) -> list[dict]:
@@ -241,18 +233,21 @@ def _own(comp, path, count, layer, values) -> list[dict]:
                                                              rows=1, ndim=1)]
     if kind == "experts":  # per expert: gate and up (d_ff rows of d), down (d rows of d_ff)
         d, d_ff, n_e = (_int(x, values) for x in (S.d, S.d_ff, S.n_e))
+        biases, parts = 0, None
         for width in (S.d, S.d_lm):  # Nemotron-H's ungated relu2 experts: up and down only, of d or latent d_lm
             if (comp.params - 2 * width * S.d_ff * S.n_e).expand() == 0:
                 w = _int(width, values)
-                return [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
-                        for p, r, o in (("up", w, d_ff), ("down", d_ff, w))]
-        biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
-        if biases not in (0, (2 * d_ff + d) * n_e):
-            raise SymllmError(f"weight_format: the routed experts ({path}) are neither SwiGLU (3·d·d_ff each) nor "
-                              "relu2 (2·d·d_ff each): no per-tensor layout for them")
+                parts = (("up", w, d_ff), ("down", d_ff, w))
+                break
+        if parts is None:
+            biases = n - 3 * d * d_ff * n_e  # gpt-oss: 2·d_ff on gate/up and d on down, per expert
+            if biases not in (0, (2 * d_ff + d) * n_e):
+                raise SymllmError(f"weight_format: the routed experts ({path}) are neither SwiGLU (3·d·d_ff each) nor "
+                                  "relu2 (2·d·d_ff each): no per-tensor layout for them")
+            parts = (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))
         # each marked with the experts' own path (``experts``): a checkpoint may store them fused, per layer
         out = [dict(base, path=f"{path}/{p}", row=r, rows=o, count=count * n_e, ndim=2, experts=path)
-               for p, r, o in (("gate", d, d_ff), ("up", d, d_ff), ("down", d_ff, d))]
+               for p, r, o in parts]
         return out + [dict(base, path=f"{path}/{p}.bias", kind="bias", row=r, rows=1, count=count * n_e, ndim=1,
                            experts=path) for p, r in (("gate_up", 2 * d_ff), ("down", d)) if biases]
     return [dict(base, row=n, rows=1, ndim=1)]
@@ -368,43 +363,79 @@ def tensor_bytes(fmt: str, row: int, rows: int, group: int = 128) -> tuple[str, 
     raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes (a file type: weight_bytes)")
 
 
-def _gguf_name(t: dict, i: int | None) -> str:
-    parts = t["path"].split("/")
-    leaf = parts[-1]
+def _gguf_name(t: dict, post_attention: bool) -> str:
+    """A tensor's GGUF name, ``blk.N.`` left off: its component's (``Rules.gguf``; the routed experts'
+    :data:`GGUF_EXPERTS`), ``.weight`` or ``.bias``; the norm before the feed-forward is ``post_attention_norm``
+    where ``post_attention`` (:func:`gguf_tensors`)."""
+    leaf = t["path"].split("/")[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
-    own = GGUF_EXPERTS.get(leaf) if t["kind"] == "experts" else t["gguf"]  # a component's own (Rules.gguf)
+    own = GGUF_EXPERTS.get(leaf, leaf) if t.get("experts") else t["gguf"]  # a component's own (Rules.gguf)
     if not own:
         raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (symllm names llama-like models, "
-                          "MPT and Nemotron-H: docs/formats.md)")
-    name = f"{own}.{suffix}"
-    return f"blk.{i}.{name}" if i is not None else name
+                          "MPT, Phi-3, DeepSeek-V2/V3, gpt-oss, Qwen2-MoE, Qwen3-Next, Qwen3.5 and Nemotron-H: "
+                          "docs/formats.md)")
+    own = "post_attention_norm" if post_attention and own == "ffn_norm" else own
+    return f"{own}.{suffix}"
+
+
+def _stored(t: dict, stem: str, shape: list[int], values) -> list[tuple[str, list[int]]]:
+    """(name, ``ne``) of each GGUF tensor llama.cpp's converter (convert_hf_to_gguf) writes for tensor ``t`` of
+    :func:`tensors`: one, but for gpt-oss's experts' gate_up bias (``ffn_gate_exps.bias`` and ``ffn_up_exps.bias``,
+    ``d_ff`` each), MLA's ``kv_b_proj`` (split per head into ``attn_k_b``, transposed, ``ne = (d_hn, r_kv, n_h)``,
+    and ``attn_v_b``, ``(r_kv, d_hv, n_h)``: DeepseekV2Model.modify_tensors), parameters bare on one module (the
+    Gated DeltaNet's ``A_log`` and ``dt_bias``: ``ssm_a`` and ``ssm_dt.bias``, one name each in ``Rules.gguf``,
+    equal shares) and Qwen2-MoE's ``shared_expert_gate`` (``d -> 1``: ``ffn_gate_inp_shexp``, a vector of ``ne = (d,)``
+    as llama.cpp's loader reads it, F32)."""
+    if stem == "gate_up.bias":
+        half = [shape[0] // 2, *shape[1:]]
+        return [("ffn_gate_exps.bias", half), ("ffn_up_exps.bias", list(half))]
+    if stem == "attn_kv_b.weight":
+        n_h, d_hn, d_hv, r_kv = (_int(x, values) for x in (S.n_h, S.d_hn, S.d_hv, S.r_kv))
+        return [("attn_k_b.weight", [d_hn, r_kv, n_h]), ("attn_v_b.weight", [r_kv, d_hv, n_h])]
+    names = stem.removesuffix(".weight").split()
+    if len(names) > 1:
+        return [(n if n.endswith(".bias") else f"{n}.weight", [shape[0] // len(names)]) for n in names]
+    return [(stem, shape[:1] if stem == "ffn_gate_inp_shexp.weight" else shape)]
 
 
 def gguf_tensors(config) -> list[dict]:
     """The tensors of a config's model as a GGUF file stores them, in model order: ``name``
-    (``blk.3.attn_v.weight``), ``shape`` (``ne``, the row first), ``row``, ``elements``, ``layer`` (or None)
-    and ``kind`` (:func:`tensors`); the routed experts one 3-D tensor per layer (:data:`GGUF_EXPERTS`).
+    (``blk.3.attn_v.weight``), ``stem`` (the name without ``blk.N.``), ``shape`` (``ne``, the row first), ``row``,
+    ``elements``, ``layer`` (or None) and ``kind`` (:func:`tensors`); the routed experts one 3-D tensor per layer
+    (:data:`GGUF_EXPERTS`), tensors the converter splits split (:func:`_stored`). The norm before the feed-forward
+    is ``post_attention_norm`` (gguf-py's MODEL_TENSORS list no ``ffn_norm``) in gpt-oss (attention sinks),
+    Qwen3-Next and Qwen3.5 (Gated DeltaNet layers) and GLM-4.5 (shared experts without MLA), ``ffn_norm`` elsewhere.
+    GLM-4.5's multi-token-prediction layer is written too (llama.cpp's Glm4MoeModel converts ``num_hidden_layers +
+    num_nextn_predict_layers`` blocks): ``blk.{L}.``, its block's tensors and ``nextn.eh_proj``, ``nextn.enorm``,
+    ``nextn.hnorm``, ``nextn.shared_head_norm``, ``nextn.embed_tokens`` and ``nextn.shared_head_head``; DeepSeek's
+    is not (DeepseekV2Model.skip_mtp).
 
     >>> [(t["name"], t["shape"]) for t in gguf_tensors("mixtral-8x7b") if t["name"].startswith("blk.0.ffn_")][1:3]
     [('blk.0.ffn_gate_inp.weight', [4096, 8]), ('blk.0.ffn_gate_exps.weight', [4096, 14336, 8])]
+    >>> [(t["name"], t["shape"]) for t in gguf_tensors("deepseek-v2-lite") if t["layer"] == 0][4:6]
+    [('blk.0.attn_k_b.weight', [128, 512, 16]), ('blk.0.attn_v_b.weight', [512, 128, 16])]
     """
     spec = spec_for(config)
-    if spec.config.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
+    cfg = spec.config
+    if cfg.hc_mult is not None:  # (gguf-py's MODEL_ARCH_NAMES: deepseek, deepseek2, none for V4)
         raise SymllmError("weight_format: llama.cpp's GGUF has no DeepSeek-V4 architecture (no tensor names)")
-    n_e = spec.config.n_experts or 1
+    glm = cfg.tp_plan == "glm4_moe"  # GLM-4.5 (its config.json's model_type)
+    post_attention = bool(cfg.attention_sinks or cfg.linear_key_heads or glm)
+    n_e, values = cfg.n_experts or 1, spec.values()
     out = []
-    for t in tensors(spec):
-        experts = t["kind"] == "experts"
+    for t in tensors(spec, mtp=glm and not spec.structure.mtp_blocks):
+        experts = bool(t.get("experts"))  # a routed expert's matrix or bias: one tensor a layer
         copies = t["count"] // n_e if experts else t["count"]
         shape = [t["row"], t["rows"]] if t["ndim"] == 2 else [t["row"]]
         if experts:
             shape.append(n_e)
         blocks = t["positions"] if t["positions"] and len(t["positions"]) == copies else \
             range(t["layer"], t["layer"] + copies) if t["layer"] is not None else [None]
+        stored = _stored(t, _gguf_name(t, post_attention), shape, values)
         for i in blocks:  # a hybrid's layers by their index in the model (GGUF's blk.N is HF's layers.N)
-            out.append(dict(name=_gguf_name(t, i), shape=list(shape), row=t["row"], elements=prod(shape), layer=i,
-                            kind=t["kind"], ndim=t["ndim"]))
+            out.extend(dict(name=stem if i is None else f"blk.{i}.{stem}", stem=stem, shape=list(ne), row=ne[0],
+                            elements=prod(ne), layer=i, kind=t["kind"], ndim=min(len(ne), 2)) for stem, ne in stored)
     return out
 
 
@@ -421,17 +452,16 @@ def gguf_types_modelled(fmt: str) -> bool:
 def _counters(gts: list[dict], n_expert: int, n_layers: int) -> dict[str, tuple[int, int]]:
     """GGUF tensor name -> (the position, the count) llama.cpp's file-type rule reads for it, where that is not
     (its block, the number of blocks): ``attn_v`` counts the ``attn_v`` tensors in block order
-    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only; with ``attn_qkv`` and
-    ``attn_kv_b``, :data:`~symllm.costs.ggml.ATTN_V_LIKE`); a dense model's ``ffn_down``
+    (``i_attention_wv`` of ``n_attention_wv``: a hybrid's attention layers only; with ``attn_qkv``,
+    :data:`~symllm.costs.ggml.ATTN_V_LIKE`); a dense model's ``ffn_down``
     counts the ``ffn_down`` tensors (``i_ffn_down``) of the number of blocks; with experts (``n_expert > 1``) the
     block index is read from the name (``layer_info``), so nothing is listed."""
     out = {}
-    v = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
-               and t["name"].split(".", 2)[-1] in ATTN_V_LIKE)
+    v = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None and t["stem"] in ATTN_V_LIKE)
     out.update({name: (k, len(v)) for k, (_, name) in enumerate(v)})
     if n_expert <= 1:
         down = sorted((t["layer"], t["name"]) for t in gts if t["layer"] is not None
-                      and t["name"].split(".", 2)[-1].startswith("ffn_down") and t["name"].endswith(".weight"))
+                      and t["stem"].startswith("ffn_down") and t["stem"].endswith(".weight"))
         out.update({name: (k, n_layers) for k, (_, name) in enumerate(down)})
     return out
 
@@ -450,7 +480,6 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     """
     fmt = check_format(fmt)
     spec = spec_for(config)
-    ts = tensors(spec)
     out: dict[str, dict] = {}
     gguf = gguf_types_modelled(fmt)
     if gguf:
@@ -459,21 +488,22 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             raise SymllmError(with_list(f"weight_format: unknown GGML type {short(pure, 20)} (known: ", GGML_TYPES,
                                         see="docs/formats.md", near=pure))
         cfg = spec.config
-        n_layers, n_expert = cfg.n_layers, cfg.n_experts or 0
-        has_output = any(t["kind"] == "head" for t in ts)
-        is_70b = not n_expert and n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
+        n_expert = cfg.n_experts or 0
+        is_70b = not n_expert and cfg.n_layers == 80 and cfg.n_heads != cfg.n_kv_heads  # (a MoE is LLM_TYPE_8x7B, ...)
         gts = gguf_tensors(spec)
+        has_output = any(t["name"] == "output.weight" for t in gts)  # (llama.cpp's own test)
+        # the file's block count (hparams.n_layer_all: GLM-4.5's MTP layer too), which its ffn_down rule reads
+        n_layers = 1 + max(t["layer"] for t in gts if t["layer"] is not None)
         place = _counters(gts, n_expert, n_layers)
         for t in gts:
             name, i, n = t["name"], t["layer"], t["elements"]
             if t["ndim"] < 2 or t["kind"] not in QUANTIZES["gguf"]:
                 kind = "F32"  # norms, biases, the router (convert_hf_to_gguf and llama-quantize keep them F32)
             elif pure is not None:
-                kind = pure if t["row"] % GGML_TYPES[pure][0] == 0 else "F16"
+                kind = fallback(pure, t["row"])  # --pure still falls back (llama_tensor_get_type)
             else:
-                own = name.split(".", 2)[-1] if i is not None else name
                 at, of = place.get(name, (i, n_layers))
-                kind = file_type_choice(fmt, own, t["row"], at, of, has_output=has_output, is_70b=is_70b,
+                kind = file_type_choice(fmt, t["stem"], t["row"], at, of, has_output=has_output, is_70b=is_70b,
                                         n_expert=n_expert)
             out[name] = dict(type=kind, count=1, elements=n, bytes=ggml_bytes(kind, n, t["row"]))
     else:
@@ -483,12 +513,13 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
             raise SymllmError(f"weight_format: {fmt!r} has no per-tensor bytes")
         cfg = spec.config
         kept = cfg.weight_format_kept if fmt == cfg.weight_format and cfg.weight_format_kept else ()
+        from symllm.arch.quantization import kept_layers
         matched: set = set()
-        for t in ts:
+        for t in tensors(spec):
             n = t["row"] * t["rows"]
             if base in QUANTIZES and t["ndim"] == 2 and t["kind"] in QUANTIZES[base]:
                 kind, each = tensor_bytes(fmt, t["row"], t["rows"])
-                held = _kept_layers(t, kept, matched) if kept else 0
+                held = kept_layers(t, kept, matched) if kept else 0
                 if held:  # the config's quantization_config keeps them unquantized (symllm.arch.quantization)
                     copies = t["count"] // t["layers"] * held
                     out[t["path"]] = dict(type=f"{kind} ({held} of {t['layers']} layers bf16)", count=t["count"],
@@ -506,21 +537,6 @@ def weight_bytes(config, fmt: str = "Q4_K_M") -> dict:
     elements = sum(v["elements"] for v in out.values())
     return {"format": fmt, "total": total, "elements": elements,
             "bits_per_weight": Fraction(8 * total, elements), "tensors": out}
-
-
-def _kept_layers(t: dict, patterns, matched: set) -> int:
-    """How many layers of tensor ``t`` (:func:`tensors`) a pattern of ``patterns`` keeps unquantized (0 where
-    symllm has no HF name for it); each pattern that matches is added to ``matched``."""
-    import re
-    names = hf_modules(t)
-    if names is None:
-        return 0
-    held = 0
-    for name in names:
-        hits = [p for p in patterns if re.match(p, name)]
-        matched.update(hits)
-        held += bool(hits)
-    return held
 
 
 def bytes_per_weight(config, fmt: str) -> Fraction:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
-__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "file_type_choice", "prompt_passes", "PROMPT_F32_OPS",
-           "KQ_MASK_PAD", "scores_moment", "ATTN_V_LIKE"]
+__all__ = ["GGML_TYPES", "FILE_TYPES", "ggml_bytes", "fallback", "file_type_choice", "prompt_passes",
+           "PROMPT_F32_OPS", "KQ_MASK_PAD", "scores_moment", "ATTN_V_LIKE"]
 
 #: GGML type -> (values per block, bytes per block) (ggml/src/ggml.c ``type_traits``; gguf-py's
 #: ``GGML_QUANT_SIZES``)
@@ -33,10 +33,34 @@ GGML_TYPES = {
 FILE_TYPES = {"Q4_K_M": "Q4_K", "Q4_K_S": "Q4_K", "Q5_K_M": "Q5_K", "Q5_K_S": "Q5_K", "Q6_K": "Q6_K",
               "Q8_0": "Q8_0", "Q4_0": "Q4_0", "F16": "F16", "BF16": "BF16"}
 
-#: ``llama_tensor_get_type``'s fallback when a row does not hold whole blocks of the chosen type
-_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "TQ1_0": "Q4_0", "TQ2_0": "Q4_0",
-             **{t: "IQ4_NL" for t in ("Q2_K", "Q3_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S",
-                                      "IQ1_S", "IQ1_M", "IQ4_XS")}}
+#: ``tensor_type_fallback``'s switch (src/llama-quant.cpp lines 385-406 at ggml-org/llama.cpp 007dbbf3, read
+#: 2026-11-29): the type a tensor is stored in when its rows do not hold whole blocks of the one chosen for it
+#: (file type or ``--pure``); :func:`fallback` reads it
+_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
+             **dict.fromkeys(("Q2_K", "Q3_K", "TQ1_0", "TQ2_0"), "Q4_0"),
+             **dict.fromkeys(("IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS"), "IQ4_NL")}
+
+
+def fallback(ggml_type: str, row: int) -> str:
+    """The GGML type llama.cpp stores a tensor in whose rows are ``row`` long when ``ggml_type`` was chosen for it
+    (``tensor_type_fallback``, src/llama-quant.cpp lines 374-421 at llama.cpp 007dbbf3): the type itself where a row
+    holds whole blocks of it, else :data:`_FALLBACK`'s, else F16 (lines 407-417: the fallback's block does not fit
+    either); a type with no fallback (``default:``, lines 403-405: Q8_0, Q4_0, MXFP4, ...) stops llama-quantize,
+    so it is refused.
+
+    >>> fallback("Q4_K", 4096), fallback("Q4_K", 2880), fallback("Q3_K", 2880), fallback("IQ2_XS", 1408)
+    ('Q4_K', 'Q5_0', 'Q4_0', 'IQ4_NL')
+    >>> fallback("Q6_K", 72), fallback("Q8_0", 4096)
+    ('F16', 'Q8_0')
+    """
+    block = GGML_TYPES[ggml_type][0]
+    if row % block == 0:
+        return ggml_type
+    if ggml_type not in _FALLBACK:
+        raise SymllmError(f"weight_format: rows of {row} do not hold whole {ggml_type} blocks of {block}, and "
+                          f"llama.cpp defines no fallback for {ggml_type} (llama-quantize stops)")
+    new = _FALLBACK[ggml_type]
+    return new if row % GGML_TYPES[new][0] == 0 else "F16"
 
 
 def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
@@ -54,9 +78,11 @@ def ggml_bytes(ggml_type: str, n: int, row: int | None = None) -> int:
     return n // block * size
 
 
-#: the tensors llama.cpp's quantizer treats as ``attn_v`` (``category_is_attn_v``: MPT's and Phi-3's fused
-#: ``attn_qkv``, MLA's ``attn_kv_b``), counted together (``n_attention_wv``)
-ATTN_V_LIKE = ("attn_v.weight", "attn_qkv.weight", "attn_kv_b.weight")
+#: the tensors llama.cpp's quantizer treats as ``attn_v`` (``category_is_attn_v``, src/llama-quant.cpp 154-158 at
+#: 007dbbf3: MPT's, Phi-3's and Qwen3.5's Gated DeltaNet's ``attn_qkv``), counted together (``n_attention_wv``); its
+#: third, MLA's ``attn_kv_b``, is never written (llama.cpp's converter stores ``kv_b_proj`` as ``attn_k_b`` and
+#: ``attn_v_b``, neither of them attn_v-like: :func:`symllm.costs.formats.gguf_tensors`)
+ATTN_V_LIKE = ("attn_v.weight", "attn_qkv.weight")
 
 
 def _use_more_bits(i: int, n: int) -> bool:
@@ -67,8 +93,8 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
                      has_output: bool = True, is_70b: bool = False, n_expert: int = 0) -> str:
     """The GGML type llama.cpp's ``llama_tensor_get_type`` picks for the tensor ``name`` (a GGUF name,
     ``blk.{layer}.`` stripped) in the file type ``ftype`` (:mod:`symllm.costs.formats`' docstring).
-    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v`` (and ``attn_qkv``,
-    ``attn_kv_b``), the tensor's place among the model's such tensors and their number (``i_attention_wv``,
+    ``layer`` and ``n_layers`` are the position and count its rule reads: for ``attn_v`` (and ``attn_qkv``:
+    :data:`ATTN_V_LIKE`), the tensor's place among the model's such tensors and their number (``i_attention_wv``,
     ``n_attention_wv``); for the
     ``ffn_down`` tensors the block index and the number of blocks. ``n_expert`` is the GGUF's
     ``expert_count`` (0 dense): with exactly 8 (Mixtral), ``attn_v`` and ``attn_k`` are Q8_0 and, in Q4_K_S and
@@ -116,11 +142,7 @@ def file_type_choice(ftype: str, name: str, row: int, layer: int | None, n_layer
             new = "Q6_K"
         elif ftype == "Q4_K_S" and layer < n_layers // 8:
             new = "Q5_K"
-    if row % GGML_TYPES[new][0]:
-        new = _FALLBACK.get(new, "F16")
-        if row % GGML_TYPES[new][0]:
-            new = "F16"
-    return new
+    return fallback(new, row)
 
 
 #: llama.cpp's graph of a LLaMA layer (llm_build_llama: llm_build_norm, llm_build_kv, llm_build_ffn) run by the 2024

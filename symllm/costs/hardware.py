@@ -272,7 +272,8 @@ def roofline(mdl, work, vals: dict, exprs: dict, phase_flops, *, spec, window: i
     Seconds, rates and the ridge are floats (of exact fractions); bytes are exact. **Nothing is timed that
     does not fit** (:func:`blank_unfit`): where ``fits`` is false the inference times (prefill, decode,
     tokens/s, their bounds) are None, where ``training_fits`` is false the training ones (step, tokens/s,
-    MFU, days, GPU-hours, cost). ``assumes``: what each verdict assumes (:data:`ASSUMES`). ``window``: the
+    MFU, days, GPU-hours, cost). ``assumes``: what each verdict assumes (:data:`ASSUMES`; under LoRA also what its
+    training step counts, :data:`LORA_STEP`). ``window``: the
     positions the model was trained for (``window``, from its config; None: not stated), and
     ``max_context_past_window``: whether ``max_context`` (what memory allows) is past them.
 
@@ -444,7 +445,7 @@ def roofline_numbers(work, ev, *, window: int | None = None, largest: bool = Tru
         out["gpu_hours"] = _seconds(run * out["gpus"] / 3600)
         if work.price is not None:
             out["cost"] = _seconds(run * out["gpus"] / 3600 * Fraction(str(work.price)))
-    out["assumes"] = dict(ASSUMES)
+    out["assumes"] = dict(ASSUMES, **({"training_step": LORA_STEP} if work.lora_rank else {}))
     return blank_unfit(out)
 
 
@@ -470,6 +471,8 @@ ASSUMES = {
     "training_fits": "training states + activations of one micro-batch; no allocator overhead",
     "max_context": "s + n at batch b, on the inference peak",
 }
+#: ``time["assumes"]["training_step"]`` under LoRA, whose FLOPs are not modelled (docs/finetuning.md): its step's
+LORA_STEP = "full fine-tuning's FLOPs (the frozen weights' gradients not taken off; docs/finetuning.md)"
 
 
 def blank_unfit(time: dict) -> dict:

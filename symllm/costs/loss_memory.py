@@ -26,6 +26,7 @@ import sympy as sp
 from symllm.arch import symbols as S
 from symllm.arch.components.base import STAT_BYTES
 from symllm.arch.components.embeddings import WHOLE_LOGITS
+from symllm.costs.collectives import repeated
 from symllm.costs.parallel import vocabulary
 
 __all__ = ["logits_memory"]
@@ -47,7 +48,7 @@ def logits_memory(comp, per_rank: bool = False) -> dict[str, sp.Expr]:
     (b*beta_a*s*ceiling(V/N_t), {'saved': 0, 'gradient': 0})
     """
     out = {"saved": sp.S.Zero, "gradient": sp.S.Zero}
-    for head, times in _heads(comp, comp.repeat):  # (a first stage's head: there only where N_p is 1)
+    for head, times in repeated(comp, "head"):  # (a first stage's head: there only where N_p is 1)
         if head.rules.split in WHOLE_LOGITS:  # log_softmax's fp32 output saved; two fp32 gradients at its backward
             out["saved"] += times * STAT_BYTES * S.b * S.s * S.V
             out["gradient"] += times * 2 * STAT_BYTES * S.b * S.s * S.V
@@ -55,10 +56,3 @@ def logits_memory(comp, per_rank: bool = False) -> dict[str, sp.Expr]:
             out["gradient"] += times * S.beta_a * S.b * S.s * (vocabulary(head) if per_rank else S.V)
     return out
 
-
-def _heads(comp, times):
-    """Each head under ``comp`` (itself included) and how many times it runs there (the repeats above it)."""
-    if comp.rules.weight == "head":
-        yield comp, times
-    for c in comp.children:
-        yield from _heads(c, times * c.repeat)

@@ -109,6 +109,7 @@ from symllm.arch.components.base import COLUMNS, EXPERT_SPLITS
 from symllm.costs import zero
 from symllm.costs.collectives import moe_alltoalls, training_tp_bytes
 from symllm.costs.rings import dp_bytes, ring
+from symllm.costs.tp_overlap import fp8_gathers, fp8_in_model
 from symllm.errors import SymllmError
 from symllm.numbers.kernels import over_common_denominator
 
@@ -476,8 +477,8 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     (:data:`REDUCE_BYTES`, :data:`DP_ROUNDS`). At ZeRO 3 the gradients reduced are those of the parameters that get
     one (:meth:`~symllm.arch.components.base.Component.trained`; :func:`symllm.costs.rings.dp_bytes`). ``columns``: the
     column-parallel linears the training engine runs (:func:`symllm.costs.collectives.column_parallel`); ``float8``:
-    the block all-gathers it runs in float8 (:func:`symllm.costs.tp_overlap.fp8_gathers`), one byte an element in a
-    dense model (a mixture's stay ``β_a``: torchtitan's float8 tensor parallelism is read for dense blocks only).
+    the block all-gathers it runs in float8 (:func:`symllm.costs.tp_overlap.fp8_gathers`), one byte an element where
+    the model holds them (:func:`symllm.costs.tp_overlap.fp8_in_model`: a dense model).
 
     >>> from symllm.arch.components import LayerKind, model
     >>> c = comm(model())
@@ -493,11 +494,11 @@ def comm(mdl: Component, sp_: bool = False, recompute: bool | str = False, zero_
     (54, 144)
     """
     first, last = stages(mdl, sp_, experts)
+    held = fp8_in_model(float8, has_experts(mdl))  # the float8 all-gathers a dense model's blocks run
     graded = mdl.trained()  # the parameters that get a gradient (mdl itself where every one does)
     seq_rows = sp.ceiling(S.s / S.N_t) if sp_ else S.s
     out = {
-        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns, () if has_experts(mdl) else float8)
-                        for st in (first, last))),
+        "tp": maximum(*(training_tp_bytes(st, sp_, recompute, experts, columns, held) for st in (first, last))),
         "pp": sp.Min(2, S.N_p - 1) * S.beta_a * S.b * seq_rows * S.d,
         "dp": dp_bytes(params_per_gpu(mdl, sp_, experts=experts), S.N_d, zero_stage, grad_bytes, rounds,
                        params_per_gpu(graded, sp_, experts=experts)),
@@ -533,7 +534,6 @@ def workload_comm(mdl: Component, work) -> dict[str, sp.Expr]:
     True
     """
     from symllm.costs.collectives import column_parallel
-    from symllm.costs.tp_overlap import fp8_gathers
 
     return comm(mdl, work.sp, work.recompute, work.zero_stage, work.expert_tp, columns=column_parallel(work.engine),
                 float8=fp8_gathers(work))

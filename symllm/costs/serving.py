@@ -20,7 +20,12 @@ keeps whole: gpt-oss's, Nemotron-H's),
 and a hybrid model (Qwen3-Next, Qwen3.5: ``memory.state_cache``) holds, per sequence, its layers' recurrent and
 convolution states beside its KV blocks: its concurrency is ``KV cache bytes / (⌈context / block_size⌉ ·
 block_size · bytes per token + state bytes per sequence)`` (``state_bytes_per_sequence``; ``state_cache_bytes``
-what the whole sequences of it hold), and ``kv_tokens`` the blocks left once they hold their states; its
+what the whole sequences of it hold; vLLM V1 gives a request one state page beside ``cdiv(max_model_len,
+block_size)`` pages of its attention layers: ``MambaSpec`` and ``FullAttentionSpec.max_memory_usage_bytes``,
+vllm/v1/kv_cache_interface.py, summed by ``get_max_concurrency_for_kv_cache_config``, vllm/v1/core/kv_cache_utils.py;
+vllm-project/vllm 001cabc, read 2026-11-29; the state is read at its own size, not padded to the attention's page),
+its most sequences (:func:`most_sequences`) those whose states it holds, and ``kv_tokens`` the blocks left once
+they hold their states; its
 convolution states in the engine's layout (``conv_state`` in efficiency.json: :func:`conv_cache`), a vLLM engine's
 ``conv_kernel - 1`` columns, one fewer than ``memory.state_cache``'s (transformers' cache:
 :data:`symllm.arch.recurrent_sizes.CONV_STATE_DROPS`, :func:`conv_column_bytes`),
@@ -304,14 +309,17 @@ def dsv4_layout(config, work, gpu) -> str | None:
 def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_utilization"],
           max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
           block_size: int | None = DEFAULTS["block_size"], non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None,
-          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options):
+          max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, ubatch=None, flash_attn=None, **options):
     """Every refusal of :func:`capacity` that depends on the options and the config alone, before any number is
     computed (the command line calls it before the workload): no GPU, pipeline stages of a model whose cache is read
     from its config's every layer (module docstring), a KV cache vLLM does not serve DeepSeek-V4 in, widths its
     kernels do not take (:func:`symllm.costs.dsv4_cache.check`), the engine, and each vLLM option's value
     (``indexer_kv_dtype``: vLLM 0.33.0's DeepSeek-V4 indexer cache, "fp8" or "mxfp4",
-    :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default). Every layout is served (one replica of ``tp``
-    tensor ranks and ``pp`` stages, its experts over ``ep`` ranks: module docstring). Returns the workload, the GPU
+    :func:`symllm.costs.dsv4_cache.indexer`; None: vLLM's default), then what count refuses of the workload on this
+    model and card (:func:`symllm.costs.checks.check_config`, from the config's numbers, no SymPy: a KV cache the
+    engine cannot hold on the card, ranks that split a head), so that a call from Python refuses as the command does.
+    Every layout is served (one replica of ``tp`` tensor ranks and ``pp`` stages, its experts over ``ep`` ranks:
+    module docstring). Returns the workload, the GPU
     and the resolved config.
 
     >>> check("llama3.1-8b", pp=2)
@@ -331,12 +339,16 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
         raise SymllmError(f"pp: {work.pp}; serving reads {whole} of every layer, not a stage's")
     kv_rule = check_options(cfg, work, gpu, gpu_memory_utilization=gpu_memory_utilization,
                             max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
-                            kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype)
+                            kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype,
+                            ubatch=ubatch, flash_attn=flash_attn)
     if getattr(cfg, "hc_mult", None) is not None:  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
         if kv_rule["sized_by"] == "context":
             raise SymllmError(f"engine: DeepSeek-V4's caches are laid out as vLLM's pool; {kv_rule['name']} sizes its "
                               "cache by the context (not modelled)")
         dsv4_check(cfg, layout=dsv4_layout(cfg, work, gpu), indexer=indexer_for(indexer_kv_dtype, gpu.name))
+    from symllm.costs.checks import check_config  # count's refusals of the workload, from the config's numbers
+    from symllm.costs.workloads import with_stated
+    check_config(cfg, with_stated(work, cfg))
     return work, gpu, cfg
 
 
@@ -353,7 +365,8 @@ def _whole_model_cache(cfg) -> str | None:
 
 
 def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batched_tokens=None, block_size=None,
-                  non_torch=None, kv_cache_bytes=None, max_num_seqs=None, indexer_kv_dtype=None) -> dict:
+                  non_torch=None, kv_cache_bytes=None, max_num_seqs=None, indexer_kv_dtype=None, ubatch=None,
+                  flash_attn=None) -> dict:
     """The refusals of :func:`check` that read the engine and the options alone, not the layout: a training engine
     (no KV-cache memory rule: :func:`symllm.costs.engine_memory.rule`), ``indexer_kv_dtype`` on a model without
     DeepSeek-V4's indexer, each option's value; every door that serves calls it (``count --serve`` through
@@ -368,7 +381,8 @@ def check_options(cfg, work, gpu, *, gpu_memory_utilization=None, max_num_batche
     symllm.errors.SymllmError: engine: megatron trains only; serving takes an inference engine (docs/serving.md)
     """
     from symllm.costs.figures import engine
-    kv_rule = rule_of(engine(work.engine, "inference"))  # its memory rule (engine_memory), refused where it has none
+    # its memory rule (engine_memory), refused where it has none; llama.cpp's micro-batch options resolved in it
+    kv_rule = rule_of(engine(work.engine, "inference"), ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
     if indexer_kv_dtype is not None and getattr(cfg, "hc_mult", None) is None:
         raise SymllmError("indexer_kv_dtype: applies to DeepSeek-V4's indexer cache (vLLM 0.33.0) only")
     memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)
@@ -386,7 +400,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
              max_num_batched_tokens: int | None = DEFAULTS["max_num_batched_tokens"],
              block_size: int | None = DEFAULTS["block_size"],
              non_torch=DEFAULTS["non_torch"], kv_cache_bytes=None, evaluate=None,
-             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, **options) -> dict:
+             max_num_seqs=DEFAULTS["max_num_seqs"], indexer_kv_dtype=None, ubatch=None, flash_attn=None,
+             **options) -> dict:
     """The engine's KV cache for ``config`` under a workload (``gpu`` required; ``tp``, ``dtype``,
     ``kv_dtype`` / ``kv_format``, ``weight_format``, ``engine``: vLLM's paged cache by default; the context per
     request, vLLM's ``max_model_len``, is ``seq + gen``): ``{"memory", "usable", "weights", "activation_peak",
@@ -404,6 +419,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     ``max_num_seqs``: the most sequences the engine runs at once, and the rows of vLLM V1's dummy sampler run
     (None: the engine's default, :func:`default_max_num_seqs`; echoed where the engine has a limit);
     ``indexer_kv_dtype``: DeepSeek-V4's indexer cache, "fp8" or "mxfp4" (vLLM 0.33.0; None: its default, fp8).
+    ``ubatch``, ``flash_attn``: llama.cpp's ``-ub`` and ``-fa`` (its compute buffer and cache padding:
+    :func:`symllm.costs.engine_memory.micro_batch`; None: its own, 512 and off).
     ``kv_cache_bytes`` replaces the estimate by a measured figure (vLLM's "Available KV cache memory").
     ``evaluate``: ``work -> symllm.costs.phases.workload(config, work)`` by other means (``config`` then a
     ``ModelConfig``: :func:`symllm.studies.quick.evaluator`, the kernels an earlier count kept); None: the formulas.
@@ -415,11 +432,12 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
                            max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
                            non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
-                           indexer_kv_dtype=indexer_kv_dtype, **options)
+                           indexer_kv_dtype=indexer_kv_dtype, ubatch=ubatch, flash_attn=flash_attn, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
-    kv_rule = rule_of(conventions)  # the engine's own memory rule (symllm.costs.engine_memory)
+    # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa resolved in it
+    kv_rule = rule_of(conventions, ubatch=ubatch, flash_attn=flash_attn, kv_format=work.kv_format)
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)
@@ -546,13 +564,17 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
 
 
 def most_sequences(cap: dict) -> int:
-    """The most sequences of the context (``s + n``) that :func:`capacity`'s cache ``cap`` holds, as serving under
-    load (:func:`symllm.costs.traffic.under_load`) and plan's serving rows read it: a cache sized by the context,
-    its ``most_sequences``; vLLM's DeepSeek-V4 groups, their ``requests``; a pool, its whole sequences of tokens.
+    """The most sequences of the context (``s + n``) that :func:`capacity`'s cache ``cap`` holds, as every door reads
+    it (``count --serve``'s line and ``--json``, plan's serving rows, serving under load:
+    :func:`symllm.costs.traffic.under_load`): a cache sized by the context, its ``most_sequences``; vLLM's
+    DeepSeek-V4 groups, their ``requests``; a pool, the whole of its ``max_concurrency`` (its KV bytes over a
+    sequence's: a dense model's whole sequences of tokens, a hybrid's the sequences whose states it holds, each
+    beside its blocks; vLLM's ``MambaSpec.max_memory_usage_bytes``, one state page a request: module docstring).
 
-    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100})
+    >>> most_sequences({"kv_sized_by": "memory", "kv_tokens": 504_896, "context": 1100,
+    ...                 "max_concurrency": Fraction(504_896, 1100)})
     458
     """
     if cap["kv_sized_by"] == "context":
         return cap["most_sequences"]
-    return cap["requests"] if "requests" in cap else cap["kv_tokens"] // cap["context"]
+    return cap["requests"] if "requests" in cap else floor(cap["max_concurrency"])

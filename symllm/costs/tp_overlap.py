@@ -49,8 +49,7 @@ from symllm.errors import SymllmError
 
 __all__ = ["PAIRS", "ATTENTION", "LATENT", "OTHER_MIXERS", "declared", "in_model", "blocks", "scope", "check",
            "overlapping", "pairs", "linear_flops", "latent_widths", "margins", "exposed_s", "copies_bytes", "saved_s",
-           "model_saved_s",
-           "fp8_gathers"]
+           "model_saved_s", "fp8_gathers", "fp8_in_model"]
 
 #: every pair of a block's collective and its GEMM, with the collective's kind (a forward pair's reruns)
 PAIRS = {"qkv_fprop": "all_gather", "fc1_fprop": "all_gather", "proj_fprop": "reduce_scatter",
@@ -155,21 +154,23 @@ def blocks(spec: dict | None, *, mixers=(), layers: int, moe_layers: int) -> lis
     return [(applied, n, ffn) for applied, n, ffn in out if applied and n > 0]
 
 
-def scope(spec: dict | None, applied: dict | None) -> str | None:
-    """What of a block the overlap the workload turns on (``spec``, :func:`overlapping`) covers in the model
-    (``applied``, :func:`in_model`), as the outputs say it (:func:`symllm.present.format.overlap_words`): ``"all"``
-    of its pairs, ``"attention"`` only (a mixture of experts), ``"none"`` (none modelled for this model: the step is
-    as without); None where it is off.
+def scope(spec: dict | None, groups: list) -> str | None:
+    """What of a block the overlap the workload turns on (``spec``, :func:`overlapping`) covers in the model (its
+    ``groups``, :func:`blocks`), as the outputs say it (:func:`symllm.present.format.overlap_words`): ``"all"`` of
+    its pairs in every block, ``"attention"`` only (a mixture's expert blocks), ``"none"`` (none modelled for this
+    model: the step is as without); None where it is off.
 
     >>> spec = {"ring": ["qkv_fprop", "fc1_fprop"]}
-    >>> scope(spec, spec), scope(spec, in_model(spec, True)), scope(spec, None), scope(None, None)
-    ('all', 'attention', 'none', None)
+    >>> scope(spec, blocks(spec, layers=32, moe_layers=0)), scope(spec, blocks(spec, layers=61, moe_layers=58))
+    ('all', 'attention')
+    >>> scope(spec, []), scope(None, [])
+    ('none', None)
     """
     if not spec:
         return None
-    if not applied:
+    if not groups:
         return "none"
-    return "all" if applied == spec else "attention"
+    return "all" if all(applied == spec for applied, _, _ in groups) else "attention"
 
 
 def pairs(spec: dict, recompute=False) -> dict:
@@ -319,26 +320,26 @@ def saved_s(spec: dict, *, recompute, layers: int, rows, d, d_ff, q, kv, beta_a,
     return layers * (sum(runs * comm[n] for n, (runs, _) in overlapped.items()) - extra)
 
 
-def model_saved_s(spec: dict | None, *, mixers=(), layers: int, moe_layers: int, d_ff, d_fd=None, **shape) -> Fraction:
-    """:func:`saved_s` over the model's blocks (:func:`blocks`): a dense model's ``layers``, a mixture's
-    ``moe_layers`` expert blocks and its dense ones at their feed-forward width ``d_fd``; ``shape`` the rest of
-    :func:`saved_s`'s arguments.
+def model_saved_s(groups: list, *, d_ff, d_fd=None, **shape) -> Fraction:
+    """:func:`saved_s` over the model's block ``groups`` (:func:`blocks`): a dense model's, a mixture's expert blocks
+    and its dense ones at their feed-forward width ``d_fd``; ``shape`` the rest of :func:`saved_s`'s arguments.
 
     >>> link = ("NVLink 4", 450 * 10 ** 9)
     >>> shape = dict(recompute=False, rows=1024, d=4096, q=4096, kv=1024, beta_a=2, tp=4, link=link, gemm_rate=10 ** 15)
-    >>> spec = {"ring": ["proj_fprop", "fc2_fprop"]}   # wo's and w2's products hide as much: 8.59 us + 8.59 us
-    >>> round(float(model_saved_s(spec, layers=3, moe_layers=2, d_ff=768, d_fd=4096, **shape)) * 1e6, 2)  # 2 + 1 x 2
+    >>> groups = blocks({"ring": ["proj_fprop", "fc2_fprop"]}, layers=3, moe_layers=2)  # wo's and w2's: 8.59 us each
+    >>> round(float(model_saved_s(groups, d_ff=768, d_fd=4096, **shape)) * 1e6, 2)  # 2 + 1 x 2
     34.36
     """
     widths = {"d_ff": d_ff, "d_fd": d_fd}
-    return sum((saved_s(applied, layers=n, d_ff=widths[ffn], **shape)
-                for applied, n, ffn in blocks(spec, mixers=mixers, layers=layers, moe_layers=moe_layers)), Fraction(0))
+    return sum((saved_s(applied, layers=n, d_ff=widths[ffn], **shape) for applied, n, ffn in groups), Fraction(0))
 
 
 def fp8_gathers(work) -> tuple:
     """The pairs (:data:`PAIRS`) whose block all-gathers the workload ``work``'s training engine runs in float8
-    (``fp8_tp_all_gathers``: torchao's float8 tensor parallelism under torchtitan casts before it gathers) where
-    ``--compute-dtype fp8`` runs over more than one tensor rank under ``--sp``; else none.
+    (``fp8_tp_all_gathers``: torchao's float8 tensor parallelism under torchtitan casts before it gathers) where its
+    GEMMs run ``--compute-dtype fp8``; else none. They move where the blocks' all-gathers do (under ``--sp`` over
+    more than one rank: their count, :func:`symllm.costs.collectives.training_tp_bytes`, and :func:`overlapping`
+    gate that) and in a dense model only (:func:`fp8_in_model`).
 
     >>> from symllm.costs.workloads import Workload
     >>> fp8_gathers(Workload(tp=8, sp=True, engine="torchtitan", compute_dtype="fp8"))
@@ -348,6 +349,17 @@ def fp8_gathers(work) -> tuple:
     >>> fp8_gathers(Workload(tp=8, sp=True, compute_dtype="fp8"))     # the default training engine's: none
     ()
     """
-    if getattr(work, "matmul_dtype", None) != "fp8" or not work.sp or work.tp < 2:  # the dtype the GEMMs run in
+    if getattr(work, "matmul_dtype", None) != "fp8":  # the dtype the GEMMs run in
         return ()
     return tuple(engine_for(getattr(work, "engine", None), "training").get("fp8_tp_all_gathers", ()))
+
+
+def fp8_in_model(gathers: tuple, experts: bool) -> tuple:
+    """The float8 all-gathers ``gathers`` (:func:`fp8_gathers`) as they hold in a model: a dense model's; none in a
+    mixture of experts (``experts``), whose gathers stay ``β_a`` wide (torchtitan's float8 tensor parallelism is read
+    for dense blocks only). What ``comm.tp`` counts (:func:`symllm.costs.parallel.comm`) and the overlap times alike.
+
+    >>> fp8_in_model(("qkv_fprop", "proj_dgrad"), False), fp8_in_model(("qkv_fprop", "proj_dgrad"), True)
+    (('qkv_fprop', 'proj_dgrad'), ())
+    """
+    return () if experts else tuple(gathers)

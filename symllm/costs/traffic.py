@@ -226,43 +226,42 @@ def _schedule(clock, time, *, s: int, n: int, mode: str, fill, forward, most: in
                 raise SymllmError(f"concurrency: {c:,} sequences running do not fit count's inference peak")
             joins = Fraction(c, n)  # the prompts that join a step
             chunk, extra, admitted = s, prompt, 1  # untimed: a forward a prompt, its GEMMs at its own s rows
+            step = Fraction(decode["decode_token_s"])  # a decode step alone, the prompts' share added below
             if mode == "static":  # a batch at a time: its c prompts in one forward (count's prefill at batch c),
                 # then its decodes to the end, the next batch after it
                 batch = clock(time(c, s))["prefill_compute_s"]
                 ttft = prompt * c if batch is None else Fraction(batch)
-                e2e = ttft + (n - 1) * Fraction(decode["decode_token_s"])
-                cache[c] = {"itl": Fraction(decode["decode_token_s"]), "ttft": ttft, "e2e": e2e, "rate": c / e2e}
-                return cache[c]
-            if mode == "separate":
-                # the decodes wait while the prompts waiting (at least one: where fewer than one join a step,
-                # one every n/c steps) run in forwards of their own, all in one where they fit the budget; their
-                # first tokens come a step (the one they waited out) after those forwards
-                admitted = max(Fraction(1), joins)
-                together = _admitted(gemms, admitted, s, fill, attention)
-                extra = extra if together is None else together / admitted
-            else:  # its chunks in the decode step's forward, one GEMM of c + q rows
-                chunk = s if mode == "whole" else min(s, max(1, forward(c, 1, s) - c))
-                # the decode step's GEMMs, less the bound's decodes' attention core, which a decode step alone hides
-                # under its stream and a step with a prompt's rows (compute-bound) does not
-                alone = Fraction(decode["decode_gemm_s"])
-                alone -= max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
-                    decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
-                sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
-                # at most one chunk a step (not only a chunk's tokens: a prompt cut in two brings two chunks, and
-                # at 1,876 tokens cut 1,870 + 6 one joining a step puts two chunks in most steps, its 6 rows not
-                # hidden under a decode step alone): each chunk in a step of its own
-                if joins * sum(sizes.values()) <= 1:
-                    # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
-                    # forward of its own (the decode and prompt tables can disagree: a one-token chunk, llama.cpp)
-                    mixed = [(k, gemms(c + q, c), gemms(q, 0)) for q, k in sizes.items()]
-                    if all(None not in m for m in mixed):  # else: as a forward of its own (no saving counted)
-                        extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
-                else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
-                    # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
-                    extra = min(_together(gemms, c, joins * s, joins, forward(c, joins, joins * s), alone,
-                                           attention) or extra, prompt)
-            step = Fraction(decode["decode_token_s"]) + joins * extra
-            ttft = ceil(s / chunk) * step + admitted * extra
+            else:
+                if mode == "separate":
+                    # the decodes wait while the prompts waiting (at least one: where fewer than one join a step,
+                    # one every n/c steps) run in forwards of their own, all in one where they fit the budget; their
+                    # first tokens come a step (the one they waited out) after those forwards
+                    admitted = max(Fraction(1), joins)
+                    together = _admitted(gemms, admitted, s, fill, attention)
+                    extra = extra if together is None else together / admitted
+                else:  # its chunks in the decode step's forward, one GEMM of c + q rows
+                    chunk = s if mode == "whole" else min(s, max(1, forward(c, 1, s) - c))
+                    # the decode step's GEMMs, less the bound's decodes' attention core, which a decode step alone hides
+                    # under its stream and a step with a prompt's rows (compute-bound) does not
+                    alone = Fraction(decode["decode_gemm_s"])
+                    alone -= max(Fraction(0), Fraction(decode.get("decode_core_s") or 0) - Fraction(
+                        decode["decode_token_s"]) + Fraction(decode.get("decode_token_comm_s") or 0) + alone)
+                    sizes = {chunk: s // chunk, s % chunk: 1} if s % chunk else {chunk: s // chunk}
+                    # at most one chunk a step (not only a chunk's tokens: a prompt cut in two brings two chunks, and
+                    # at 1,876 tokens cut 1,870 + 6 one joining a step puts two chunks in most steps, its 6 rows not
+                    # hidden under a decode step alone): each chunk in a step of its own
+                    if joins * sum(sizes.values()) <= 1:
+                        # each chunk's rows added to the decode step's GEMM, never more than the chunk's own GEMMs as a
+                        # forward of its own (the decode and prompt tables can disagree: a one-token chunk, llama.cpp)
+                        mixed = [(k, gemms(c + q, c), gemms(q, 0)) for q, k in sizes.items()]
+                        if all(None not in m for m in mixed):  # else: as a forward of its own (no saving counted)
+                            extra = attention + sum(k * max(Fraction(0), min(g - alone, own)) for k, g, own in mixed)
+                    else:  # the step runs its decodes and every chunk that joins together: f forwards of <= B rows
+                        # no more than a forward of its own a prompt (the tables can disagree: one-token prompts)
+                        extra = min(_together(gemms, c, joins * s, joins, forward(c, joins, joins * s), alone,
+                                               attention) or extra, prompt)
+                step += joins * extra
+                ttft = ceil(s / chunk) * step + admitted * extra
             e2e = ttft + (n - 1) * step
             cache[c] = {"itl": step, "ttft": ttft, "e2e": e2e, "rate": Fraction(c) / e2e}
         return cache[c]

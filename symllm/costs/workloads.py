@@ -27,7 +27,7 @@ from symllm.costs import accelerators
 from symllm.costs.peft_targets import DEFAULT_LORA_TARGETS, lora_targets
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
-from symllm.costs import expert_layout, tp_overlap
+from symllm.costs import expert_layout, tp_overlap, weight_formats
 from symllm.arch.dtypes import DTYPES, INT4_SCALE_BYTES, OPTIMIZERS  # (bytes per element: the one table)
 from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
@@ -453,12 +453,12 @@ class Workload:
 
     @property
     def matmul_dtype(self) -> str:
-        """The dtype the matmuls run in: ``compute_dtype``, else :func:`symllm.costs.accelerators.compute_dtype`.
+        """The dtype the matmuls run in: ``compute_dtype``, else :func:`symllm.costs.weight_formats.matmul_dtype`.
 
         >>> Workload(dtype="int4").matmul_dtype, Workload(compute_dtype="fp8").matmul_dtype
         ('bf16', 'fp8')
         """
-        return self.compute_dtype or accelerators.compute_dtype(self.dtype, self.act_dtype)
+        return self.compute_dtype or weight_formats.matmul_dtype(self)
 
     @property
     def tp_overlapped(self) -> bool:

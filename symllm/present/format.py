@@ -16,8 +16,8 @@ from numbers import Rational
 
 from symllm.validate import choice
 
-__all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "human",
-           "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words",
+__all__ = ["FORMATS", "REPORT_FORMATS", "COMPARISON_FORMATS", "QUANTITIES", "digits", "grouped", "grouped_bytes",
+           "human", "human_bytes", "side_by_side", "escape_latex", "LAYOUT_WORDS", "layout_words",
            "overlap_words", "sig4", "figure"]
 
 #: the formats a formula or derivation renders in (derive; a report: :data:`REPORT_FORMATS`), in
@@ -81,10 +81,7 @@ def grouped(value) -> str:
     """
     if isinstance(value, Rational) and not isinstance(value, int) and value.denominator != 1:
         value = Fraction(value)
-        den, places = value.denominator, 0
-        for p in (2, 5):
-            while den % p == 0:
-                den //= p
+        den, places = value.denominator // _two_five(value.denominator), 0
         if den == 1:  # a finite expansion: enough places to be exact
             while (value * 10**places).denominator != 1:
                 places += 1
@@ -98,6 +95,33 @@ def grouped(value) -> str:
         return f"{value:,}"
     value = int(value)
     return ("-" if value < 0 else "") + _group(digits(abs(value)))
+
+
+def grouped_bytes(value) -> str:
+    """A byte count as :func:`grouped` writes it where it is exact in decimals (an int, int4's half bytes), else
+    (a float, or a fraction such as a weight format's bytes a weight averaged over the model times one GPU's
+    parameters) rounded to whole bytes: never "21,256,268,196.067767" in a column of bytes.
+
+    >>> grouped_bytes(Fraction(3, 2)), grouped_bytes(Fraction(2, 3) + 10**6), grouped_bytes(1234.56)
+    ('1.5', '1,000,001', '1,235')
+    """
+    den = Fraction(value).denominator if isinstance(value, Rational) else 1
+    if isinstance(value, float) or den // _two_five(den) != 1:
+        return grouped(round(value))
+    return grouped(value)
+
+
+def _two_five(n: int) -> int:
+    """The part of ``n`` made of 2s and 5s (the denominators whose decimals end).
+
+    >>> _two_five(40), _two_five(3)
+    (40, 1)
+    """
+    out = 1
+    for p in (2, 5):
+        while n % p == 0:
+            n, out = n // p, out * p
+    return out
 
 
 def _scientific(value: Fraction) -> str:

@@ -243,9 +243,12 @@ class Report:
         if t["gpus"] == 1:
             rows.append(("decode compute-bound", f"from batch {first:,}" if first else "never",
                          f"at context {work.context:,}"))
+        lora = t["assumes"].get("training_step")  # what a LoRA step counts (hardware.LORA_STEP)
         return {"title": t["title"], "ridge": f"{t['ridge']:.1f}", "peak_dtype": t["peak_dtype"],
                 "rows": [{"name": a, "value": b, "note": c} for a, b, c in rows],
-                "assumes": {"inference": t["assumes"]["fits"], "training": t["assumes"]["training_fits"]}}
+                "assumes": {"inference": t["assumes"]["fits"],
+                            "training": t["assumes"]["training_fits"] + (f"; a LoRA step counts {lora}"
+                                                                         if lora else "")}}
 
     def _training(self, numbers: dict, fmt, flavor, template_dir, shown: list, label_prefix: str | None = None) -> dict:
         """The parallel-layout section (only for a layout: :func:`symllm.costs.parallel.laid_out`): count's

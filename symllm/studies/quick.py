@@ -196,15 +196,6 @@ def _workload_key(config: ModelConfig, work) -> str:
                                            ("weight_format", work.weight_format)])
 
 
-def _model_fields(config: ModelConfig) -> dict:
-    """:func:`symllm.costs.checks.model_fields` of a config, read off the config (no spec built); the whole units
-    its layouts split (``split_units``, read off the parts) come with the kept kernels (:func:`workload_of`)."""
-    from symllm.costs.checks import mamba_fields
-    return {"name": config.name, "n_layers": config.n_layers, "experts": config.n_experts is not None,
-            "n_experts": config.n_experts, "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads,
-            "expert_width": config.hidden_dim if config.n_experts else None, **mamba_fields(config)}
-
-
 def workload(config: ModelConfig, given: dict) -> tuple[dict, dict]:
     """``(symllm.costs.phases.workload(config, **given), symllm.arch.resolved.resolved_config(config))``, without
     building a formula where an earlier process kept this config's kernels for a workload of this shape (see
@@ -236,7 +227,7 @@ def workload_of(config: ModelConfig, work) -> tuple[dict, dict]:
     from symllm.costs.workloads import with_stated
 
     work = with_stated(work, config)
-    fields = {**_model_fields(config), **checks.workload_fields(work)}
+    fields = {**checks.config_fields(config), **checks.workload_fields(work)}  # (the units split: below)
     key = _workload_key(config, work) if not checks.failures(fields) else None  # else: refused, as computed
     hit = cache_get("workload", key) if key is not None else None
     if hit is not None and len(hit) == 1:

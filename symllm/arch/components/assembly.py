@@ -90,7 +90,7 @@ def block(structure: Structure | None = None, kind: LayerKind = LayerKind(), *, 
             checkpoint=beta_a * T * d,
             resident=2 * T * d,
             children=(named(rmsnorm("norm", doc="self.norm = NemotronHRMSNorm(hidden_size)", offset=off, mean=mean),
-                            "norm", "attn_norm" if ffn is None else "ffn_norm"), attn if ffn is None else ffn),
+                            "norm", "attn_norm"), attn if ffn is None else ffn),  # (llama.cpp: attn_norm, every kind)
             doc="NemotronHBlock: hidden_states = residual + mixer(norm(hidden_states))",
             rules=Rules("replicated", lora=(), stacks=(), label="a block of one sublayer under one norm (Nemotron-H)"),
         )
@@ -289,10 +289,15 @@ def mtp(whole: Component, blocks: tuple[str, ...] = (), own: Component | None = 
             doc="a multi-token-prediction module sharing the model's embedding and head (mtp.* of the checkpoint)",
             rules=NO_WEIGHT)
     last = own or (whole.child(copy) if copy else [c for c in whole.children if c.checkpoint != 0][-1])
+
+    def nextn(comp: Component, name: str) -> Component:  # its GGUF name: gguf-py's NEXTN_* (nextn.eh_proj, ...)
+        return named(comp, comp.rules.hf, f"nextn.{name}")
+
     return Component(
         "mtp", repeat=L_mtp,
-        children=(embedding(), rmsnorm("enorm"), rmsnorm("hnorm"), fusion,
-                  last.replace(repeat=1), rmsnorm("shared_head_norm"), lm_head()),
+        children=(nextn(embedding(), "embed_tokens"), nextn(rmsnorm("enorm"), "enorm"),
+                  nextn(rmsnorm("hnorm"), "hnorm"), nextn(fusion, "eh_proj"), last.replace(repeat=1),
+                  nextn(rmsnorm("shared_head_norm"), "shared_head_norm"), nextn(lm_head(), "shared_head_head")),
         doc="the multi-token-prediction module (model.layers.{L} of the checkpoint)", rules=NO_WEIGHT)
 
 

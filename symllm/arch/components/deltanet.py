@@ -110,10 +110,10 @@ def conv_state() -> sp.Expr:
     return conv_state_bytes(conv_channels(), K_c, beta_a)
 
 
-def _rules(split: str, name: str) -> Rules:
+def _rules(split: str, name: str, gguf: str) -> Rules:
     """A projection of the Gated DeltaNet: its split, its name (PEFT adapts it under the module's name), a
-    linear weight, and no stack."""
-    return Rules(split, lora=(name, name), weight="linear", stacks=(), label=_LABEL)
+    linear weight, no stack, and its GGUF name (gguf-py's QWEN3NEXT and QWEN35 names)."""
+    return Rules(split, lora=(name, name), weight="linear", stacks=(), label=_LABEL, gguf=gguf)
 
 
 def _one_token() -> sp.Expr:
@@ -252,20 +252,20 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
     if split:
         projections = (
             linear("in_proj_qkv", d, width, doc="self.in_proj_qkv = nn.Linear(hidden_size, key_dim * 2 + value_dim)",
-                   rules=_rules("column", "in_proj_qkv")),
+                   rules=_rules("column", "in_proj_qkv", "attn_qkv")),
             linear("in_proj_z", d, n_gv * d_gv, doc="self.in_proj_z = nn.Linear(hidden_size, value_dim)",
-                   rules=_rules("column", "in_proj_z")),
+                   rules=_rules("column", "in_proj_z", "attn_gate")),
             linear("in_proj_b", d, n_gv, doc="self.in_proj_b = nn.Linear(hidden_size, num_v_heads)",
-                   rules=_rules("column", "in_proj_b")),
+                   rules=_rules("column", "in_proj_b", "ssm_beta")),
             linear("in_proj_a", d, n_gv, doc="self.in_proj_a = nn.Linear(hidden_size, num_v_heads)",
-                   rules=_rules("column", "in_proj_a")))
+                   rules=_rules("column", "in_proj_a", "ssm_alpha")))
     else:
         projections = (
             linear("in_proj_qkvz", d, width + n_gv * d_gv,
                    doc="self.in_proj_qkvz = nn.Linear(hidden_size, key_dim * 2 + value_dim * 2)",
-                   rules=_rules("column", "in_proj_qkvz")),
+                   rules=_rules("column", "in_proj_qkvz", "ssm_in")),
             linear("in_proj_ba", d, 2 * n_gv, doc="self.in_proj_ba = nn.Linear(hidden_size, num_v_heads * 2)",
-                   rules=_rules("column", "in_proj_ba")))
+                   rules=_rules("column", "in_proj_ba", "ssm_ba")))
     # FlopCounterMode's conv1d: 2·K_c per channel and output position (module docstring)
     one, first = _one_token(), 1 - sp.Min(t, 1)  # 1 for a one-token pass; 1 for a sequence's first pass (t = 0)
     positions = 2 * one + (1 - one) * (first * (s + K_c - 1) + (1 - first) * (s + 2 * K_c - 1))
@@ -276,7 +276,8 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                      # positions (SiLU's input; the slice to s positions is a view of it)
                      saved=beta_a * b * width * (2 * s + K_c - 1),
                      doc="self.conv1d = nn.Conv1d(conv_dim, conv_dim, kernel_size, groups=conv_dim, bias=False)",
-                     rules=Rules("heads", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d"))
+                     rules=Rules("heads", lora=(), weight="conv", stacks=(), label=_LABEL, hf="conv1d",
+                                 gguf="ssm_conv1d"))
     decay = Component("decay", params=2 * n_gv,
                       # g = -exp(A_log) * softplus(a + dt_bias): per token and head the add, softplus (exp, add,
                       # log) and the multiply; exp(A_log) once per head (its weights alone; the negation is the
@@ -287,9 +288,10 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                       saved=beta_a * T * n_gv + FP32 * (2 * T * n_gv + 2 * n_gv),
                       doc="self.dt_bias = nn.Parameter(torch.ones(num_v_heads)); "
                           "self.A_log = nn.Parameter(torch.log(A))",
-                      # two per-head vectors, parameters of the DeltaNet's own module
+                      # two per-head vectors, parameters of the DeltaNet's own module (GGUF: ssm_a, and ssm_dt.bias,
+                      # the converter's name for dt_bias)
                       rules=Rules("heads", lora=(), weight="decay", stacks=(), label=_LABEL,
-                                  hf_params=("A_log", "dt_bias")))
+                                  hf_params=("A_log", "dt_bias"), gguf="ssm_a ssm_dt.bias"))
     # the chunked form for a pass over several tokens; the recurrent form (no matmul) for one token
     rule = Component("delta_rule", flops=b * n_gv * (1 - one) * _chunks(s), state_cache=b * recurrent_state(),
                      elementwise=b * n_gv * ((1 - one) * _chunked_elementwise() + one * _recurrent_elementwise()),
@@ -297,11 +299,11 @@ def gated_deltanet(structure: Structure | None = None, kind: LayerKind = LayerKi
                      doc="torch_chunk_gated_delta_rule (chunk_size=64) / torch_recurrent_gated_delta_rule",
                      rules=Rules("replicated", lora=(), stacks=(), label=_LABEL))
     norm = rmsnorm("norm", d_gv, T * n_gv, "self.norm = Qwen3NextRMSNormGated(head_v_dim)  # norm(o) * silu(z)",
-                   Rules("replicated", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm"))
+                   Rules("replicated", lora=(), weight="norm", stacks=(), label=_LABEL, hf="norm", gguf="ssm_norm"))
     norm = norm.replace(elementwise=norm.elementwise + (ELEMENTWISE["silu"] + ELEMENTWISE["gate"]) * T * n_gv * d_gv,
                         saved=_norm_saved())
     out = linear("out_proj", n_gv * d_gv, d, doc="self.out_proj = nn.Linear(value_dim, hidden_size)",
-                 rules=_rules("row", "out_proj"))
+                 rules=_rules("row", "out_proj", "ssm_out"))
     return Component(
         "linear_attention",
         # saved: the normed input of the input projections (each of them reads it)

@@ -138,7 +138,7 @@ def sinks() -> Component:
     return Component("sinks", params=n_h, elementwise=(ELEMENTWISE["softmax"] - ELEMENTWISE["scale"]) * b * n_h * s,
                      doc="self.sinks = nn.Parameter(torch.empty(config.num_attention_heads))  # GptOssAttention",
                      rules=Rules("heads", lora=(), weight="sinks", stacks=(), label="attention sinks (gpt-oss)",
-                                 hf_params=("sinks",)))  # bare on the attention: self_attn.sinks, no .weight
+                                 hf_params=("sinks",), gguf="attn_sinks"))  # bare on the attention: self_attn.sinks
 
 
 #: the model's head shape -> the second one (a kind whose ``heads`` is "own": :data:`symllm.arch.layers.HEADS`)
@@ -230,7 +230,8 @@ def attention(structure: Structure | None = None, kind: LayerKind = LayerKind(),
         projections = (linear("wqkv", d, width, in_bias,
                               "self.qkv_proj = nn.Linear(hidden_size, (n_heads + 2 * n_kv_heads) * head_dim)",
                               rules=mpt or Rules("column", lora=("wqkv", "qkv_proj"), weight="linear", stacks=(),
-                                                 label="fused projections (Phi-3)", holds=("wq", "wk", "wv"))),)
+                                                 label="fused projections (Phi-3)", holds=("wq", "wk", "wv"),
+                                                 gguf="attn_qkv")),)  # gguf-py's PHI3 qkv_proj
     elif structure.output_gate:  # Qwen3-Next, Qwen3.5: q_proj also makes the output gate, one per query element
         projections = (
             linear("wq", d, 2 * n_h * d_h if dv == d_h else n_h * (d_h + dv), in_bias,

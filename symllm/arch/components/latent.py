@@ -22,10 +22,12 @@ _MLA = dict(stacks=(), label="multi-head latent attention (DeepSeek)")
 _MLA_CORE = Rules("replicated", lora=(), **_MLA)
 
 
-def _mla_rules(split: str, ours: str, hf: str, engines: tuple = ()) -> Rules:
-    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets), and the
-    engines that split it otherwise (:attr:`Rules.engines`)."""
-    return Rules(split, lora=(ours, hf), weight="linear", engines=engines, **_MLA)
+def _mla_rules(split: str, ours: str, hf: str, gguf: str, engines: tuple = ()) -> Rules:
+    """An MLA projection: its split, DeepSeek's name (``inference/model.py``) and HF's (LoRA targets), its GGUF name
+    (gguf-py's DEEPSEEK2 names; ``attn_kv_b``, which llama.cpp's converter stores split in ``attn_k_b`` and
+    ``attn_v_b``: :func:`symllm.costs.formats.gguf_tensors`), and the engines that split it otherwise
+    (:attr:`Rules.engines`)."""
+    return Rules(split, lora=(ours, hf), weight="linear", engines=engines, gguf=gguf, **_MLA)
 
 
 #: the down-projections (``wq_a``, ``wkv_a``) under Megatron-Core, replicated in DeepSeek's and transformers' models:
@@ -159,18 +161,19 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
     norm = Rules("replicated", lora=(), weight="norm", **_MLA)
     if queries == "q_lora":
         q = (linear("wq_a", d, r_q, bias, "self.wq_a = Linear(self.dim, self.q_lora_rank)",
-                    rules=_mla_rules("replicated", "wq_a", "q_a_proj", DOWN_PROJECTIONS)),  # in no plan of transformers
+                    # in no plan of transformers
+                    rules=_mla_rules("replicated", "wq_a", "q_a_proj", "attn_q_a", DOWN_PROJECTIONS)),
              named(rmsnorm("q_a_norm", r_q, doc="self.q_norm = RMSNorm(self.q_lora_rank)", rules=norm), "q_a_layernorm",
                    "attn_q_a_norm"),
              linear("wq_b", r_q, n_h * d_qk, doc="self.wq_b = ColumnParallelLinear(self.q_lora_rank, self.n_heads * "
-                    "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj")))
+                    "self.qk_head_dim)", rules=_mla_rules("column", "wq_b", "q_b_proj", "attn_q_b")))
     else:
         q = (linear("wq", d, n_h * d_qk,
                     doc="self.wq = ColumnParallelLinear(self.dim, self.n_heads * self.qk_head_dim)",
-                    rules=_mla_rules("column", "wq", "q_proj")),)
+                    rules=_mla_rules("column", "wq", "q_proj", "attn_q")),)
     wkv_b = linear("wkv_b", r_kv, n_h * (d_hn + d_hv),
                    doc="self.wkv_b = ColumnParallelLinear(self.kv_lora_rank, self.n_heads * (self.qk_nope_head_dim "
-                       "+ self.v_head_dim))", rules=_mla_rules("column", "wkv_b", "kv_b_proj"))
+                       "+ self.v_head_dim))", rules=_mla_rules("column", "wkv_b", "kv_b_proj", "attn_kv_b"))
     # transformers decompresses the whole cache (b·(t + s) latents) on every pass, not only the s new ones
     wkv_b = wkv_b.replace(flops=matmul(b * held, r_kv, n_h * (d_hn + d_hv)))
     return Component(
@@ -187,13 +190,13 @@ def latent_attention(*, queries: str = "q_lora", bias: bool = False, causal: boo
             *q,
             linear("wkv_a", d, r_kv + d_hr, bias, "self.wkv_a = Linear(self.dim, self.kv_lora_rank + "
                    "self.qk_rope_head_dim)", rules=_mla_rules("replicated", "wkv_a", "kv_a_proj_with_mqa",
-                                                                DOWN_PROJECTIONS)),
+                                                                "attn_kv_a_mqa", DOWN_PROJECTIONS)),
             named(rmsnorm("kv_a_norm", r_kv, doc="self.kv_norm = RMSNorm(self.kv_lora_rank)", rules=norm),
                   "kv_a_layernorm",
                   "attn_kv_a_norm"),
             wkv_b,
             linear("wo", n_h * d_hv, d, bias, "self.wo = RowParallelLinear(self.n_heads * self.v_head_dim, self.dim)",
-                   rules=_mla_rules("row", "wo", "o_proj")),
+                   rules=_mla_rules("row", "wo", "o_proj", "attn_output")),
             rope(n_h + 1, d_hr),  # the RoPE part of every query head and the one shared key
             *((indexer(causal=causal),) if sparse and not shared_topk else ()),
             Component("scores", flops=matmul(b * n_h, d_qk, 1) * pairs,

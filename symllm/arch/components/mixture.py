@@ -6,7 +6,7 @@ import dataclasses
 
 import sympy as sp
 
-from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, linear, matmul, Rules
+from symllm.arch.components.base import check_switches, T, Component, ELEMENTWISE, linear, matmul, named, Rules
 from symllm.arch.components.mlp import feed_forward
 from symllm.arch.layers import Variant
 from symllm.arch.symbols import beta_a, d, d_ff, d_lm, d_se, k, n_e
@@ -121,6 +121,13 @@ def experts(*, bias: bool = False, clamped: bool = False, fused_lora: bool = Fal
     )
 
 
+def _shexp(ffn: Component) -> Component:
+    """A shared expert's feed-forward with its projections' GGUF names (gguf-py's ``FFN_*_SHEXP``: ``ffn_gate_shexp``,
+    ``ffn_up_shexp``, ``ffn_down_shexp``), a dense MLP's ``ffn_gate`` ... with ``_shexp``."""
+    return ffn.replace(children=tuple(named(c, c.rules.hf, f"{c.rules.gguf}_shexp") if c.rules.gguf else c
+                                      for c in ffn.children))
+
+
 def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clamped: bool = False,
         fused_lora: bool = False, shared_experts: bool = False, shared_bias: bool = False,
         activation: str = "silu", score_bias: bool = False, latent: bool = False,
@@ -169,13 +176,14 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
     extra = ()
     if shared:
         width = d_se if gated else d_ff
-        ffn = feed_forward(name="shared_expert", width=width)
+        ffn = _shexp(feed_forward(name="shared_expert", width=width))
         extra = (ffn.replace(saved=beta_a * 3 * T * width,  # its input is the router's, counted once here
                              elementwise=ffn.elementwise + ELEMENTWISE["shared"] * T * d,  # added to the routed sum
                              doc="self.shared_expert = Llama4TextMLP(config)  # every token" if not gated else
                              "self.shared_expert = Qwen2MoeMLP(config, shared_expert_intermediate_size)"),)
     if shared_experts:
-        ffn = feed_forward(name="shared_experts", width=d_se, bias=shared_bias, variant=Variant(activation=activation))
+        ffn = _shexp(feed_forward(name="shared_experts", width=d_se, bias=shared_bias,
+                                  variant=Variant(activation=activation)))
         kept = 2 if activation == "relu2" else 3  # relu2: up_proj's output and its square; SwiGLU: w1, w3, w2's input
         extra = (ffn.replace(saved=beta_a * kept * T * d_se,  # its input is the router's, counted once here
                              elementwise=ffn.elementwise + ELEMENTWISE["shared"] * T * d,  # added to the routed sum
@@ -187,7 +195,7 @@ def moe(*, shared: bool = False, gated: bool = False, bias: bool = False, clampe
         gate = linear("shared_expert_gate", d, 1,
                       doc="self.shared_expert_gate = torch.nn.Linear(hidden_size, 1, bias=False)",
                       rules=Rules("replicated", lora=("shared_expert_gate", "shared_expert_gate"), weight="linear",
-                                  stacks=(), label="a gated shared expert (Qwen2-MoE)"))
+                                  stacks=(), label="a gated shared expert (Qwen2-MoE)", gguf="ffn_gate_inp_shexp"))
         extra += (gate.replace(elementwise=ELEMENTWISE["sigmoid"] * T + ELEMENTWISE["gate"] * T * d,
                                saved=beta_a * (T + T * d)),)  # the gate's sigmoid; the shared expert's output
     _router = scaled_router() if scaled else router(bias=bias)

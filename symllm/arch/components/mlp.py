@@ -47,7 +47,7 @@ def feed_forward(*, bias: bool = False, width: sp.Expr = d_ff, name: str = "feed
         return _ungated(act, bias, width, name)
     if variant.fused:  # Phi-3: gate and up in one linear (its TP plan gathers the output for the chunk)
         fused = Rules("column", lora=("w13", "gate_up_proj"), weight="linear", stacks=(),
-                      label="fused projections (Phi-3)", holds=("w1", "w3"))
+                      label="fused projections (Phi-3)", holds=("w1", "w3"), gguf="ffn_up")  # gguf-py's PHI3
         projections = (linear("w13", d, 2 * width, bias, "self.gate_up_proj = nn.Linear(hidden_size, 2 * "
                               "intermediate_size)  # gate, up = chunk(2)", rules=fused),
                        linear("w2", width, d, bias, "self.down_proj = nn.Linear(intermediate_size, hidden_size)",

@@ -28,8 +28,8 @@ from symllm.errors import SymllmError
 from symllm.validate import boolean, short, with_list
 from symllm.validate import integer as _integer
 
-__all__ = ["Family", "QK_NORM_GRADS", "register", "registry", "family_of", "read", "integer", "flag", "indices",
-           "groups", "rotary_factor", "local_experts", "type_list",
+__all__ = ["Family", "QK_NORM_GRADS", "register", "registry", "family_of", "plan_of", "routing_of", "read",
+           "integer", "flag", "indices", "groups", "rotary_factor", "local_experts", "type_list",
            "REQUIRED", "MAX_LAYERS", "MAX_SIZE", "HF_UNMODELLED", "HF_NOT_YET", "LAYER_TYPES"]
 
 #: the most layers a config.json may have: transformers builds one module per layer, and symllm reads a
@@ -228,6 +228,28 @@ def family_of(kind) -> Family:
         raise SymllmError(with_list(f"model_type: {short(kind, 24)}{what} is not modelled (known: ", sorted(families),
                                     see="docs/families.md", near=kind))
     return families[kind]
+
+
+def plan_of(tp_plan: str | None) -> dict | None:
+    """transformers' tensor-parallel plan of the family ``tp_plan`` names where it differs from the parts' own
+    splits (:attr:`Family.tp_plan`: a part's name -> its split and every part's under it; ``{}``: none differs, None:
+    transformers has no plan for the family): read from the registry, no SymPy (what the checks read off a config,
+    :func:`symllm.costs.checks.config_fields`, and the layout, :func:`symllm.arch.specs.hf_plan`).
+
+    >>> plan_of(None), plan_of("mpt"), plan_of("qwen2_moe")
+    ({}, None, {'shared_expert': 'whole'})
+    """
+    return {} if tp_plan is None else family_of(tp_plan).tp_plan
+
+
+def routing_of(tp_plan: str | None) -> str | None:
+    """The dtype transformers' router for the family ``tp_plan`` names hands its experts their routing weights in
+    (:attr:`Family.routing_weights`; None: the hidden states').
+
+    >>> routing_of("deepseek_v3"), routing_of("llama4_text"), routing_of("qwen3_moe"), routing_of(None)
+    ('fp32', 'none', None, None)
+    """
+    return None if tp_plan is None else family_of(tp_plan).routing_weights
 
 
 def integer(raw: dict, key: str, default=REQUIRED, *, nullable: bool = False, minimum: int = 1,
