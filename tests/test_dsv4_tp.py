@@ -402,4 +402,6 @@ def test_plan_under_vllm_proposes_only_a_tp_dividing_the_output_groups(cli):
     assert tps and all(_GROUPS % tp == 0 and _HEADS % tp == 0 for tp in tps) and 8 in tps
     plain = json.loads(cli(["plan", "deepseek-v4-flash-base", "--gpus", "16xh200", "--json"]).out)
     assert 16 in {row["tp"] for row in plain["rows"]}
-    assert plain["layouts"] - out["layouts"] == 256  # tp 16 of 16 GPUs: pp 1, dp 1, ep 1, at each batch 1 to 256
+    # tp 16 of 16 GPUs (pp 1, dp 1, ep 1) skipped, at each batch 1 to 256; vLLM's own expert parallelism (ep = tp x dp,
+    # symllm.costs.expert_layout) tried at tp 2 (pp 1, 2, 4, 8), tp 4 (pp 1, 2, 4) and tp 8 (pp 1, 2): 9 layouts more
+    assert out["layouts"] - plain["layouts"] == 9 * 256 - 256

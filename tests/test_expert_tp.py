@@ -87,7 +87,7 @@ def test_a_width_the_ranks_do_not_divide_is_refused_in_one_line(cli, tmp_path):
     with pytest.raises(SymllmError, match="tp: 4 ranks do not divide the 770 columns"):
         symllm.workload(path, tp=4)
     r = cli(["count", "mixtral-8x7b", "--tp", "2", "--expert-tp", "halves"])
-    assert r.code == 2 and r.err.startswith("symllm: error: expert_tp: unknown 'halves' (known: split, whole)")
+    assert r.code == 2 and r.err.startswith("symllm: error: expert_tp: unknown 'halves' (known: split, whole, tp_x_dp)")
 
 
 def test_plan_tries_only_widths_that_split(tmp_path):

@@ -317,7 +317,8 @@ def test_plans_pipelined_and_expert_parallel_replicas_are_count_serves(cli):
     at the engine's peak; its best row (tp 1 ep 8) is timed under load as count --serve --concurrency times it. Before,
     a pipelined or expert-parallel replica kept the inference peak's batches (tp 2 ep 4: all 256 tried, no engine
     overhead) while tp 2 alone held the engine's 179: two answers. vLLM's expert parallelism at tp 2 spans tp x dp
-    ranks (symllm.costs.expert_layout), so plan tries no tp 2 ep 4 replica."""
+    ranks (symllm.costs.expert_layout), so plan tries no tp 2 ep 4 replica; without it vLLM spreads each expert over
+    the tp x dp ranks of one engine (tp 2 dp 4: 409 sequences), and the best replica is tp 1 dp 8."""
     work = {"seq": 2000, "gen": 200}
     p = plans.plan("mixtral-8x7b", 8, GPU, concurrency=420, **work)
     full = "more sequences than vllm's KV cache holds (count --serve)"
@@ -332,11 +333,14 @@ def test_plans_pipelined_and_expert_parallel_replicas_are_count_serves(cli):
         assert [(r["batch"], r["batches"]) for r in p.rows if at(r)] == [(min(held, 420), [1, min(held, 420)])], name
         assert all(r["reason"] == full and r["batch"] > held for r in p.drops if at(r)), name
         top = max((r for r in p.rows if at(r)), key=lambda r: r["batch"])
-        assert top["peak"] == engine_peak("mixtral-8x7b", top["batch"], {**work, **layout}, s) <= 80 * 2 ** 30
-    assert p.sequences["tp 2"] == 179 and "tp 2 ep 4" not in p.sequences  # vLLM's EP at tp 2 spans tp x dp ranks
+        # (as the engine holds them: count's figures under --engine vllm, its experts over tp x dp without EP)
+        held_as = {**work, **layout, "engine": "vllm"}
+        assert top["peak"] == engine_peak("mixtral-8x7b", top["batch"], held_as, s) <= 80 * 2 ** 30
+    # vLLM's EP at tp 2 spans tp x dp ranks; without it at dp 4 each expert's weights span them too (409: 179 over tp)
+    assert p.sequences["tp 2"] == 409 and "tp 2 ep 4" not in p.sequences
     best = p.rows[0]
-    assert (best["tp"], best["pp"], best["dp"], best["ep"]) == (1, 1, 8, 8) and "load" in best
-    load = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags(work), "--tp", "1", "--dp", "8", "--ep", "8",
+    assert (best["tp"], best["pp"], best["dp"], best["ep"]) == (1, 1, 8, 1) and "load" in best
+    load = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags(work), "--tp", "1", "--dp", "8", "--ep", "1",
                            "--serve", "--json", "--concurrency", str(best["batch"])]).out)["serving"]["load"]
     for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
         assert math.isclose(best["load"][k], load[k], rel_tol=1e-9), k

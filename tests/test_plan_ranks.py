@@ -209,8 +209,8 @@ def test_a_plans_rows_are_distinct_layouts(training):
     """Issue 40's new-user pass: `plan llama3.1-70b --gpus 8xh200` showed tp 2 dp 4 at batches 169, 168, ..., 160 and
     no other layout. One row a layout now (serving: tp, pp, dp, ep; training: and sp, zero, recompute), the others
     folded: the batches enumerated and fitting are still counted (``fit``), each row's ``batches`` the least and most
-    of its layout's, its own among them; the serving plan's first is tp 2 dp 4 at 169 (vLLM's KV cache at tp 2,
-    ``sequences``), its second another layout."""
+    of its layout's, its own among them; the serving plan's first is tp 2 dp 4 at 171 (vLLM's KV cache at tp 2,
+    ``sequences``, with a dense model's two NCCL communicators), its second another layout."""
     opts = {"training": True, "global_batch": 16, "seq": 8192} if training else {}
     p = plans.plan("llama3.1-70b", 8, "h200", **opts)
     keys = ("tp", "pp", "dp", "ep") + (("sp", "zero", "recompute") if training else ())
@@ -219,8 +219,8 @@ def test_a_plans_rows_are_distinct_layouts(training):
     assert p.fit + sum(p.dropped.values()) == p.layouts
     assert all(r["batches"][0] <= r["batch"] <= r["batches"][1] for r in p.rows)
     if not training:
-        assert (p.rows[0]["tp"], p.rows[0]["dp"], p.rows[0]["batch"]) == (2, 4, p.sequences["tp 2"]) == (2, 4, 169)
-        assert p.rows[0]["batches"] == [1, 169] and p.rows[1]["tp"] != 2
+        assert (p.rows[0]["tp"], p.rows[0]["dp"], p.rows[0]["batch"]) == (2, 4, p.sequences["tp 2"]) == (2, 4, 171)
+        assert p.rows[0]["batches"] == [1, 171] and p.rows[1]["tp"] != 2
 
 
 def test_each_served_layouts_row_is_count_serves_answer_at_it(cli):

@@ -147,6 +147,8 @@ def _check_row(model, row, options, training, global_batch=None):
     """A plan row against workload() at its layout: the same peak, verdict and time (a dropped row: its
     reason holds)."""
     layout = {k: row[k] for k in ("tp", "pp", "dp", "ep")}
+    if not training and row["dp"] > 1 and "engine" not in options and symllm.spec(model).n_experts:
+        layout["engine"] = "vllm"  # a replica of a mixture over dp: its experts as the serving engine spreads them
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"],
                       micro_batches=max(1, row["accum"]))

@@ -442,18 +442,18 @@ def test_conv_state_layout_is_the_engines_stated_field(monkeypatch):
         state("vllm")
 
 
-@pytest.mark.parametrize("seq, v033_tokens", [(131072, 1_236_448), (4100, 1_232_839)])
+@pytest.mark.parametrize("seq, v033_tokens", [(131072, 1_254_064), (4100, 1_250_404)])
 def test_kv_cache_size_is_the_older_vllm_log_not_033s(seq, v033_tokens):
     """What count --serve prints as "GPU KV cache size" is blocks x block_size, as vLLM logged it up to 0.20.0
     (one group: num_blocks // len(groups) · block_size); vLLM 0.33.0 logs int(concurrency · max_model_len) with
     concurrency num_blocks / ⌈max_model_len / block_size⌉ (kv_cache_utils.py, get_kv_cache_capacity and
     get_max_concurrency_for_kv_cache_config, wheel commit 4ba787ec9). docs/serving.md's example, by hand: the
-    README's Llama 3.1 70B (77,278 blocks of 16) at 131,072 tokens agree, at 4,100 0.33.0 would log
-    int(77,278 / 257 · 4,100) = 1,232,839 where symllm prints 1,236,448."""
+    README's Llama 3.1 70B (78,379 blocks of 16: a dense model's 2 NCCL communicators at tp 4) at 131,072 tokens
+    agree, at 4,100 0.33.0 would log int(78,379 / 257 · 4,100) = 1,250,404 where symllm prints 1,254,064."""
     r = serving.capacity("llama3.1-70b", gpu="h100-sxm", tp=4, seq=seq, weight_format="fp8-channel", kv_format="fp8")
-    assert r["blocks"] == 77_278 and r["kv_tokens"] == 77_278 * 16 == 1_236_448
-    assert r["max_concurrency"] == Fraction(1_236_448, seq)
-    assert int(Fraction(77_278, -(-seq // 16)) * seq) == v033_tokens
+    assert r["blocks"] == 78_379 and r["kv_tokens"] == 78_379 * 16 == 1_254_064
+    assert r["max_concurrency"] == Fraction(1_254_064, seq)
+    assert int(Fraction(78_379, -(-seq // 16)) * seq) == v033_tokens
 
 
 def test_the_fit_verdict_points_at_the_engine_s_own_answer(cli):

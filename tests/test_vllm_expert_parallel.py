@@ -66,6 +66,19 @@ def test_nccl_counted_per_group():
     assert _serve(engine="vllm")["nccl"] == 0
 
 
+def test_nccl_of_a_dense_model_and_of_a_mixture_over_replicas():
+    """vLLM 0.33.0 (its wheel, vllm/distributed/parallel_state.py initialize_model_parallel: "Don't create EP group
+    for dense models", under model_config.is_moe; vllm/v1/engine/core.py: "Non-MoE DP ranks are completely
+    independent", a MoE model's DP ranks one DPEngineCoreProc): a dense model at TP 2 holds its tensor group's
+    PyNccl and torch's (2), at DP 4 still 2 (four engines of their own); Mixtral at TP 2 x DP 4 without expert
+    parallelism the tensor group's two, the data-parallel group's and the expert group's of 8 ranks (4)."""
+    dense = dict(gpu="h100-sxm", seq=4096, engine="vllm")
+    assert serving.capacity("llama3.1-8b", tp=2, **dense)["nccl"] == 2 * 688 * MIB
+    assert serving.capacity("llama3.1-8b", tp=2, dp=4, **dense)["nccl"] == 2 * 688 * MIB
+    assert _serve(tp=2, dp=4, engine="vllm")["nccl"] == 4 * 688 * MIB
+    assert _serve(dp=4, engine="vllm")["nccl"] == 2 * 688 * MIB  # the dp group and the expert group of 4
+
+
 @pytest.mark.parametrize("layout, message", [
     (dict(tp=2, dp=4, ep=4, engine="vllm"), "ep: 4; vllm's expert parallelism (--enable-expert-parallel) spans "
                                             "--tp x --dp = 8 ranks: give --engine vllm --ep 8 or 1"),
@@ -146,3 +159,75 @@ def test_training_plan_under_vllm_tries_no_expert_parallelism(cli):
     assert r.code == 0
     rows = json.loads(r.out)["rows"]
     assert rows and {row.get("ep", 1) for row in rows} == {1}
+
+
+def test_plan_tries_vllms_ep_at_tp_above_one_and_its_row_is_counts_answer(cli):
+    """Serving plan under --engine vllm: vLLM's expert parallelism spans tp x dp ranks, so at tp 2 on 8 GPUs its only
+    EP layout is tp 2 dp 4 ep 8 (plan had filtered the divisors of dp by (1, tp x dp) and never tried it at tp > 1).
+    One answer: its row (plan --json) is count's at that layout (count --json and count --serve --json): the decode
+    step's bound and expected time at the decode point (batch 64, context 1,000 + 100), the sequences a replica holds
+    and the figures under load at the row's batch as concurrency."""
+    work = ["--seq", "1000", "--gen", "100", "--engine", "vllm"]
+    p = json.loads(cli(["plan", "mixtral-8x7b", "--gpus", "8xh100-sxm", "--concurrency", "64", "--json", *work]).out)
+    rows = [r for r in p["rows"] if (r["tp"], r["dp"]) == (2, 4)]
+    assert sorted(r["ep"] for r in rows) == [1, 8]
+    row = next(r for r in rows if r["ep"] == 8)
+    layout = ["--tp", "2", "--dp", "4", "--ep", "8", "--gpu", "h100-sxm", "--json"]
+    step = json.loads(cli(["count", "mixtral-8x7b", *layout, "--engine", "vllm", "--batch", str(row["batch"]),
+                           "--seq", "1", "--context", "1100"]).out)["time"]
+    assert row["decode_token_s"] == step["decode_token_s"]
+    assert row["expected"]["decode_token_s"] == step["expected"]["decode_token_s"]
+    serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *work, "--serve", "--concurrency",
+                              str(row["batch"])]).out)["serving"]
+    assert p["sequences"]["tp 2 ep 8"] == int(serving["max_concurrency"]) >= row["batch"]
+    for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
+        assert row["load"][k] == serving["load"][k], k
+
+
+def test_vllm_without_ep_over_replicas_splits_each_expert_over_tp_x_dp():
+    """vLLM 0.33.0 without --enable-expert-parallel at DP above 1 (FusedMoEParallelConfig.make: tp_size =
+    flatten_tp_across_dp_and_pcp = dp x tp, ep_size 1; its docstring's "TP = 2, DP(PCP) = 2 and EP = False ... the
+    tensors are sharded across 4 devices"): Mixtral at TP 2 x DP 4 holds an eighth of each expert's width
+    (14336 / 8 = 1792) on each GPU and half the attention: by hand 2 x (32 x (attention/2 + router + norms + 8 x 3 x
+    4096 x 1792) + head and embedding/2 + norm) = 12,881,240,064 bytes (8 eighths of an expert a layer hold as much
+    as one whole one: the EP layout's figure); a token's keys and values are still the tensor rank's (65,536 bytes);
+    the fused-MoE workspace's rows N = 2 x 14336 / 8. Given --expert-tp split, each replica is a server of its own
+    (the experts over its 2 tensor ranks)."""
+    r = _serve(tp=2, dp=4, engine="vllm")
+    assert r["weights"] == _weights_by_hand(2, E, I // 8) == 12_881_240_064
+    assert r["kv_bytes_per_token"] == 2 * L * (KV // 2) * DH * 2 == 65_536
+    m, k, n = r["profile_tokens"], 2, 2 * I // 8
+    assert r["moe_workspace"] == (m * k * max(n, D) + m * k * n // 2) * 2
+    apart = _serve(tp=2, dp=4, expert_tp="split", engine="vllm")
+    assert apart["weights"] == _weights_by_hand(2, E, I // 2) and apart["nccl"] == 3 * 688 * MIB
+    assert r["kv_tokens"] > apart["kv_tokens"]
+    # other engines keep symllm's layout: each replica's experts over its tensor ranks
+    assert _serve(tp=2, dp=4, engine="sglang")["weights"] == _weights_by_hand(2, E, I // 2)
+    w = symllm.workload("mixtral-8x7b", tp=2, dp=4, engine="vllm", gpu="h100-sxm")
+    assert w["workload"]["expert_tp"] == "tp_x_dp" and w["memory_per_gpu"]["weights"] == 12_881_240_064
+    assert w["training"] == {"reason": "training: not in vllm's layout of the experts over --tp x --dp ranks (it "
+                                       "serves only)"}
+    dense = symllm.workload("llama3.1-8b", tp=2, dp=4, engine="vllm", gpu="h100-sxm")
+    assert dense["workload"]["expert_tp"] == "split" and "training" not in dense  # no experts to spread
+
+
+@pytest.mark.parametrize("layout", [dict(tp=2, dp=4, expert_tp="tp_x_dp", engine="sglang"),
+                                    dict(tp=2, expert_tp="tp_x_dp", engine="vllm")])
+def test_tp_x_dp_given_where_no_engine_runs_it_is_refused(layout):
+    with pytest.raises(SymllmError) as why:
+        _serve(**layout)
+    assert str(why.value).startswith("expert_tp: tp_x_dp; only vLLM spreads the experts over --tp x --dp ranks")
+
+
+def test_plans_row_without_ep_over_replicas_is_counts_answer(cli):
+    """One answer for the layout without EP: plan's tp 2 dp 4 row (ep 1) is count's at --tp 2 --dp 4 (its decode
+    bound at the decode point, and count --serve's sequences a replica holds)."""
+    work = ["--seq", "1000", "--gen", "100", "--engine", "vllm"]
+    p = json.loads(cli(["plan", "mixtral-8x7b", "--gpus", "8xh100-sxm", "--concurrency", "64", "--json", *work]).out)
+    row = next(r for r in p["rows"] if (r["tp"], r["dp"], r["ep"]) == (2, 4, 1))
+    layout = ["--tp", "2", "--dp", "4", "--gpu", "h100-sxm", "--json"]
+    step = json.loads(cli(["count", "mixtral-8x7b", *layout, "--engine", "vllm", "--batch", str(row["batch"]),
+                           "--seq", "1", "--context", "1100"]).out)["time"]
+    assert row["decode_token_s"] == step["decode_token_s"]
+    serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *work, "--serve"]).out)["serving"]
+    assert p["sequences"]["tp 2"] == int(serving["max_concurrency"]) >= row["batch"]

@@ -352,16 +352,11 @@ def cmd_plan(args) -> int:
             print(json_text(result.to_dict(args.top)))
         return 0
     # the training engine's TP overlap, as a layout under --sp runs it (plan enumerates tp and sp), in the words
-    # count uses for what of a block it covers in this model (time.expected.tp_overlap at a timed sp row)
+    # count uses for what of a block it covers in this model (a timed sp row's time.expected.tp_overlap)
     overlap = ""
-    row = next((r for r in result.rows if r.get("sp") and "expected" in r), None) if result.training else None
-    if row is not None and _overlapped({**result.workload, "tp": 2, "sp": True}):
-        layout = {"tp": row["tp"], "pp": row["pp"], "dp": row["dp"], "ep": row.get("ep", 1), "sp": True,
-                  "zero_stage": row["zero"], "recompute": row["recompute"], "micro_batches": row["accum"],
-                  "batch": max(1, row["batch"])}
-        base = {k: v for k, v in result.workload.items() if k in Workload.names() and v is not None}
-        from symllm.studies import quick
-        overlap = overlap_words(quick.workload(config, {**base, **layout})[0]["time"].get("expected"))
+    if result.training and any(r.get("sp") and "expected" in r for r in result.rows) and _overlapped(
+            {**result.workload, "tp": 2, "sp": True}):
+        overlap = overlap_words({"tp_overlap": result.tp_overlap} if result.tp_overlap else None)
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
     if result.training and not result.rows:  # nothing fits: how many of the card would

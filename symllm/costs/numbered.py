@@ -43,7 +43,7 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
     lays it out so (:func:`symllm.costs.phases.declares_layout`; None or ``{}``: none); then ``tp_layout`` and
     ``training_tp_layout`` name the layouts the inference and the training per-GPU figures are in
     (:func:`symllm.costs.layouts.tp_layouts`). ``largest``: :func:`symllm.costs.hardware.roofline_numbers`'."""
-    n_kv = ev.vals.get("n_kv")
+    n_kv, experts = ev.vals.get("n_kv"), bool(ev.vals.get("n_e"))  # (routed experts: serves_only's)
     if type(n_kv) is int and work.tp > n_kv:  # one KV head a rank, replicated (symllm.costs.replication)
         ev = ReplicatedKV(ev, work.tp)
     laid = tp_layouts(work.engine, declares or {})
@@ -56,16 +56,17 @@ def workload_numbers(work: Workload, ev, groups: tuple, fmt: dict | None, *, win
         group, _, key = name.partition(".")
         out[group][key] = value
     # in an inference engine's own expert-parallel layout no training figure is answered (it serves only)
-    return unanswered(_with_format_and_time(out, work, ev, fmt, window, largest), work)
+    return unanswered(_with_format_and_time(out, work, ev, fmt, window, largest), work, experts)
 
 
 #: the time's figures of a training step (``time`` and ``time.expected``), beside every ``training_*`` key
 _TRAINING_TIMES = ("mfu", "hfu", "gpu_hours", "cost")
 
 
-def unanswered(out: dict, work: Workload) -> dict:
+def unanswered(out: dict, work: Workload, experts: bool = True) -> dict:
     """``out`` (a workload's numbers, :func:`workload_numbers`) with its per-GPU training figures null where
-    :func:`symllm.costs.expert_layout.serves_only` gives a reason, kept under ``training.reason``: the training
+    :func:`symllm.costs.expert_layout.serves_only` gives a reason (``experts``: the model has routed experts), kept
+    under ``training.reason``: the training
     states, saved activations and training peak per GPU, the bytes sent a training step, and every training time
     and rate (``training_fits`` left out); the engine's name (``training_engine``) and the whole model's rows kept.
 
@@ -75,7 +76,7 @@ def unanswered(out: dict, work: Workload) -> dict:
     ({'weights': 1, 'training_peak': None}, {'dp': None}, {'fits': True, 'mfu': None, 'expected': \
 {'training_engine': 'megatron'}})
     """
-    reason = expert_layout.serves_only(work)
+    reason = expert_layout.serves_only(work, experts)
     if reason is None:
         return out
     out["memory_per_gpu"] = {k: None if k in TRAINING_MEMORY else v for k, v in out["memory_per_gpu"].items()}

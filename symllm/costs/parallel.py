@@ -315,9 +315,11 @@ def _sharded(comp: Component, seq: bool, experts: str) -> Component:
             # them, transformers' gpt-oss plan, whatever ``experts`` says)
             return comp.replace(params=comp.params.xreplace(local))
         # split as the engines split them: every expert's width d_ff over the tensor ranks (its activations,
-        # FLOPs and active parameters with it), a down-projection bias (gpt-oss) whole on each rank
+        # FLOPs and active parameters with it), a down-projection bias (gpt-oss) whole on each rank; "tp_x_dp":
+        # its weights over the tensor ranks of every replica, the FLOPs and active parameters the replica's share
         width = {S.d_ff: _split(S.d_ff)}
-        comp = comp.replace(params=comp.params.xreplace(width).xreplace(local),
+        held = {S.d_ff: sp.ceiling(S.d_ff / (S.N_t * S.N_d))} if experts == "tp_x_dp" else width
+        comp = comp.replace(params=comp.params.xreplace(held).xreplace(local),
                             active=None if comp.active is None else comp.active.xreplace(width))
     if comp.shape and split is None:
         raise SymllmError(f"tp: the linear {comp.name} declares no tensor-parallel split")
@@ -356,14 +358,18 @@ def shard(comp: Component, sp_: bool = False, experts: str = "split") -> Compone
     ``"sequence"`` norms and the checkpoints along the sequence. The routed experts' (``"expert"``)
     parameters are expert-parallel rank 0's ``n_e/N_e``, each expert's width ``d_ff`` split over the tensor
     ranks (``experts="split"``, the engines' default) or whole (``"whole"``; ``Workload.expert_tp`` checks
-    the name); routed experts a layout keeps whole (``"expert_whole"``: transformers' gpt-oss plan) are whole
-    whatever ``experts`` says.
+    the name), or its weights over the ``N_t·N_d`` tensor ranks of every replica (``"tp_x_dp"``: vLLM's MoE layers
+    without expert parallelism, :mod:`symllm.costs.expert_layout`; each rank runs every replica's tokens on its
+    share, so its FLOPs and active parameters stay the replica's ``d_ff/N_t``); routed experts a layout keeps whole
+    (``"expert_whole"``: transformers' gpt-oss plan) are whole whatever ``experts`` says.
 
     >>> from symllm.arch.components import experts, feed_forward, rmsnorm
     >>> shard(feed_forward()).total("params")
     3*d*ceiling(d_ff/N_t)
     >>> shard(experts()).params, shard(experts(), experts="whole").params
     (3*d*ceiling(n_e/N_e)*ceiling(d_ff/N_t), 3*d*d_ff*ceiling(n_e/N_e))
+    >>> shard(experts(), experts="tp_x_dp").params
+    3*d*ceiling(n_e/N_e)*ceiling(d_ff/(N_d*N_t))
     >>> shard(rmsnorm("ffn_norm"), sp_=True).saved
     b*beta_a*d*ceiling(s/N_t) + b*ceiling(s/N_t)*Max(4, beta_a)
     """

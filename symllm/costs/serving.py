@@ -89,7 +89,8 @@ Conventions (each an estimate of what vLLM measures, not derives):
   peak above: the workspace is freed before the logits are computed);
 * non-torch memory (the CUDA context, NCCL buffers, allocator fragmentation): ``non_torch`` bytes, the
   engine's (``--engine``; vLLM's 0.35 GiB, from a vLLM log: :mod:`symllm.costs.efficiency`) and, in groups of
-  more than one rank, its NCCL communicators' (vLLM V1: 3 of 688 MiB at ``--tp`` above 1, :func:`nccl_bytes`)
+  more than one rank, its NCCL communicators' (vLLM 0.33.0 at ``--tp`` above 1: 2 of 688 MiB, 3 for a mixture of
+  experts, whose expert group has a communicator too: :func:`nccl_bytes`)
   unless given (vLLM logs it as ``non_torch_memory``; CUDA graphs are captured after the KV cache is allocated
   and are not subtracted).
 
@@ -153,25 +154,27 @@ def sampler_peak_bytes(config, rows: int, tokens: int, per_entry: int, act_bytes
     return rows * cfg.vocab_size * per_entry + (tokens + 2 * rows) * cfg.dim * act_bytes
 
 
-def nccl_bytes(conventions: dict, tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> int:
+def nccl_bytes(conventions: dict, tp: int, pp: int = 1, dp: int = 1, moe: bool = False) -> int:
     """The device memory the engine's NCCL communicators hold on a rank of a replica of ``tp`` tensor ranks, ``pp``
-    stages, ``dp`` replicas and ``ep`` expert-parallel ranks: ``nccl_communicator_mib`` MiB for each communicator
-    its ``nccl_groups`` (efficiency.json, ``engines``) give a group of more than one rank, as vLLM builds them
+    stages and ``dp`` replicas: ``nccl_communicator_mib`` MiB for each communicator its ``nccl_groups``
+    (efficiency.json, ``engines``) give a group of more than one rank, as vLLM 0.33.0 builds them
     (``initialize_model_parallel``: a PyNccl communicator each group of more than one rank, torch's NCCL group for
     the tensor ranks' all-gather of the logits beside it): the tensor group of ``tp`` ranks, the pipeline group of
-    ``pp``, and the data-parallel and expert groups (``tp × dp`` ranks) over the replicas where they are one engine,
-    under expert parallelism (``ep`` above 1: :mod:`symllm.costs.expert_layout`; else each replica is read as a
-    server of its own, its expert group its ``tp`` ranks).
+    ``pp``; for a ``moe`` model the data-parallel group of ``dp`` and the expert group of ``tp × dp`` ranks, its
+    replicas one engine with or without expert parallelism (``DPEngineCoreProc``; ``dp`` 1 for replicas served
+    apart); a dense model's replicas are engines of their own (``reconfigure_for_independent_dp_rank``) and it has
+    no expert group ("Don't create EP group for dense models").
 
     >>> vllm = {"nccl_groups": {"tp": 2, "pp": 1, "dp": 1, "ep": 1}, "nccl_communicator_mib": "688"}
-    >>> [nccl_bytes(vllm, *layout) // (688 * 2 ** 20) for layout in ((1,), (4,), (4, 2), (1, 2), (2, 1, 4, 8))]
-    [0, 3, 4, 1, 4]
+    >>> [nccl_bytes(vllm, *layout) // (688 * 2 ** 20) for layout in ((1,), (4,), (4, 2), (1, 2), (2, 1, 4))]
+    [0, 2, 3, 1, 2]
+    >>> [nccl_bytes(vllm, *layout, moe=True) // (688 * 2 ** 20) for layout in ((1,), (4,), (2, 1, 4), (1, 1, 4))]
+    [0, 3, 4, 2]
     """
-    engine_dp = dp if ep > 1 else 1
-    sizes = {"tp": tp, "pp": pp, "dp": engine_dp, "ep": tp * engine_dp}
+    engine_dp = dp if moe else 1
+    sizes = {"tp": tp, "pp": pp, "dp": engine_dp, "ep": tp * engine_dp if moe else 1}
     count = sum(n for group, n in conventions.get("nccl_groups", {}).items() if sizes[group] > 1)
     return int(count * Fraction(conventions.get("nccl_communicator_mib", "0")) * 2 ** 20)
-
 
 
 def indexer_bytes_per_token(config) -> int:
@@ -443,9 +446,10 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
         max_num_batched_tokens = (warmup_tokens(kv_rule, cfg, gpu, work.tp, util or 1, quantized)
                                   or default_max_num_batched_tokens(gpu, conventions["name"], work.seq + work.gen))
     integer("max_num_batched_tokens", max_num_batched_tokens)
-    nccl = 0
+    nccl, experts = 0, work.replace(engine=conventions["name"]).expert_tp  # as the engine lays them out (below)
     if non_torch is None:  # the engine's own (its CUDA context, NCCL and allocator: efficiency.json)
-        nccl = nccl_bytes(conventions, work.tp, work.pp, work.dp, work.ep)
+        one = work.ep > 1 or experts == "tp_x_dp"  # the replicas one engine (symllm.costs.expert_layout)
+        nccl = nccl_bytes(conventions, work.tp, work.pp, work.dp if one else 1, bool(getattr(cfg, "n_experts", None)))
         non_torch = Fraction(conventions.get("non_torch_gib", "0")) * 2 ** 30 + nccl
     # whole bytes, rounded up (a GiB figure such as 0.35 is a fraction of a byte), as the engine measures it
     non_torch = ceil(_fraction("non_torch", non_torch, -1)) if non_torch else 0
@@ -480,7 +484,8 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     if working["scores"]:  # the micro-batch's scores against a sequence's whole cache (no FlashAttention)
         activation = max(activation, scores_moment(context=context, ubatch=working["tokens"], n_h=cfg.n_heads,
                                                    d=cfg.dim, q=cfg.n_heads * cfg.head_dim))
-    split = work.tp if work.expert_tp == "split" else 1  # each expert's width over the ranks, or whole (EP)
+    # each expert's width over the ranks (vLLM at dp > 1 without EP: of every replica), or whole (EP)
+    split = {"split": work.tp, "tp_x_dp": work.tp * work.dp}.get(experts, 1)
     moe = moe_workspace_bytes(config, working["tokens"], split) if conventions.get("moe_workspace") else 0
     if moe:  # the fused-MoE workspace, live in an MoE layer beside the forward's working set (not the logits')
         forward = activation if logits == "last" else evaluate(work.replace(

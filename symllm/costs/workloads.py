@@ -53,7 +53,7 @@ ATTENTION = ("dense", "causal")
 LOGITS = ("last", "all")
 #: how the routed experts lie over the tensor-parallel ranks (symllm.costs.parallel's docstring says why): each
 #: expert's width split over them (the engines' default), or every expert whole on each rank
-EXPERT_TP = ("split", "whole")
+EXPERT_TP = ("split", "whole", "tp_x_dp")
 #: the stacks whose memory is the component tree's own (symllm.costs.phases); ``fused`` is the default
 COMPONENT_STACKS = ("fused", "eager")
 #: the stacks symllm knows
@@ -182,11 +182,14 @@ class Workload:
                    "vllm, --tp x --dp: its --enable-expert-parallel)", training=True,
                    shapes=_above_one)
     #: the routed experts under tensor parallelism (EXPERT_TP; symllm.costs.parallel): each expert's width split over
-    #: the tp ranks (vLLM's and SGLang's FusedMoE, Megatron's default expert_tensor_parallel_size), or whole on each
+    #: the tp ranks (vLLM's and SGLang's FusedMoE, Megatron's default expert_tensor_parallel_size), or its weights over
+    #: tp x dp ranks (vLLM's at dp > 1 without EP: symllm.costs.expert_layout), or whole on each
     expert_tp: str | None = _opt(None, "routed experts under --tp: split (each expert's gate/up/down over the "
                                  "tensor ranks, as vLLM, SGLang and Megatron do by default) or whole (each rank holds "
-                                 "them whole: expert parallelism, Megatron's --expert-tensor-parallel-size 1) (default "
-                                 "split; under --engine hf the model family's plan: gpt-oss whole)",
+                                 "them whole: expert parallelism, Megatron's --expert-tensor-parallel-size 1) or "
+                                 "tp_x_dp (their weights over --tp x --dp ranks: vLLM without --enable-expert-parallel "
+                                 "at --dp above 1, its default there) (default split; under --engine hf the model "
+                                 "family's plan: gpt-oss whole)",
                                  training=True, shapes=True)
     #: sequence parallelism: norms and residual activations split over the tensor-parallel ranks
     sp: bool = _opt(False, "sequence parallelism over the --tp ranks (norm/residual activations)", training=True,
@@ -562,7 +565,9 @@ def with_stated(work: Workload, config) -> Workload:
     ``--engine hf`` the routed experts as transformers' plan for
     the family holds them (``experts`` in :attr:`symllm.arch.families.hf.Family.tp_plan`: gpt-oss's whole on every
     rank) unless ``expert_tp`` is given: what the workload names, for the layout keeps them so whatever it says
-    (:func:`symllm.arch.specs.hf_plan`), and :mod:`symllm.costs.checks` refuses another given.
+    (:func:`symllm.arch.specs.hf_plan`), and :mod:`symllm.costs.checks` refuses another given; a model without
+    routed experts keeps ``split`` where an engine would spread them over ``tp × dp``
+    (:func:`symllm.costs.expert_layout.stated`).
 
     >>> from symllm.arch.config import ModelConfig
     >>> cfg = ModelConfig(vocab_size=8, dim=8, n_layers=1, n_heads=1, hidden_dim=8, weight_format="awq", kv_dtype="fp8")
@@ -584,10 +589,4 @@ def with_stated(work: Workload, config) -> Workload:
     kv = getattr(config, "kv_dtype", None)  # a checkpoint's KV cache (compressed-tensors' kv_cache_scheme)
     if kv is not None and "kv_dtype" in work.derived and work.kv_format is None and work.kv_dtype != kv:
         work = work.replace(kv_dtype=kv)
-    family = getattr(config, "tp_plan", None)
-    if family is not None and layout_engine(work.engine) == "hf" and "expert_tp" in work.derived:
-        from symllm.arch.families.hf import plan_of  # the workload names what the layout holds (arch.specs.hf_plan
-        experts = (plan_of(family) or {}).get("experts")  # keeps them so on every path; symllm.costs.checks refuses
-        if experts is not None:                           # another given)
-            work = work.replace(expert_tp=experts)
-    return work
+    return expert_layout.stated(work, config)

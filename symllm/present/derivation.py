@@ -338,7 +338,8 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
     if quantity == "comm":
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
-        unanswered = expert_layout.serves_only(work)  # an engine's own EP layout: no training step to send in
+        # an engine's own EP layout, or its experts over tp x dp: no training step to send in
+        unanswered = expert_layout.serves_only(work, S.n_e in bare.total("params").free_symbols)
         if unanswered:
             raise SymllmError(f"quantity: comm; {unanswered}")
         checks.check(bare, work)

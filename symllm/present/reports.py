@@ -341,10 +341,11 @@ def report(config, *, notation=None, vocab_size: int | None = None, **workload) 
         if key in OPTIONS:
             raise SymllmError(f"workload: a report shows every phase and memory kind; {key!r} is an option of derive")
     work = Workload.of(**workload)
-    if expert_layout.serves_only(work):  # its training sections would be Megatron's forms in a layout they do not fit
-        raise SymllmError(f"ep: {work.ep}; report derives training, not in {work.engine}'s expert-parallel layout "
-                          "(use count)")
     spec = resolved.spec(config, vocab_size=vocab_size)
+    if expert_layout.serves_only(work, bool(spec.n_experts)):  # its training sections: Megatron's forms in a layout
+        raise SymllmError(f"ep: {work.ep}; report derives training, not in {work.engine}'s expert-parallel layout "
+                          "(use count)" if work.ep > 1 else f"dp: {work.dp}; report derives training, not in "
+                          f"{work.engine}'s layout of the experts over --tp x --dp ranks (use count)")
     names = notation_of(notation)
     return Report(config=spec.config, params=derive_resolved("model", "params", None, spec, names, work, OPTIONS),
                   names=tuple(names.items()), workload=work)

@@ -6,10 +6,10 @@ Modules: :mod:`~symllm.studies.sweeps` (quantities over grids and tables of conf
 writes),
 :mod:`~symllm.studies.plans` (the largest batch and context, the fewest GPUs, ``symllm plan``;
 :mod:`~symllm.studies.served`: its serving rows as the engine serves them; :mod:`~symllm.studies.ranks`: its rows
-ranked by the expected time),
+ranked by the expected time; :mod:`~symllm.studies.layout_forms`: the closed forms it evaluates over its layouts),
 :mod:`~symllm.studies.quick` (``symllm count`` without building a formula).
 """
 from symllm._lazy import attributes
 
 __getattr__, __dir__ = attributes(__name__, {m: (m, None) for m in ("sweeps", "grids", "tables", "plans", "served",
-                                                                    "ranks", "quick")})
+                                                                    "ranks", "layout_forms", "quick")})

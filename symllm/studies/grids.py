@@ -104,7 +104,8 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
             return out["params"]["trainable"] if name == "trainable_params" else out["memory"][name]
         if name in PARALLEL:
             group, key = PARALLEL[name]
-            unanswered = expert_layout.serves_only(work)  # an engine's own EP layout: no training figure per GPU
+            # an engine's own EP layout, or its experts over tp x dp: no training figure per GPU
+            unanswered = expert_layout.serves_only(work, S.n_e in mdl.total("params").free_symbols)
             if unanswered and (group == "comm" or key in TRAINING_MEMORY):
                 raise SymllmError(f"quantity: {name}; {unanswered}")
             out = costs.quantities(mdl, work)[group]

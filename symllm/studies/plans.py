@@ -17,7 +17,7 @@
   the global batch; serving: decode tokens/s), one row a layout: its other batches (training: micro-batch splits) that
   fit folded into its best, ``batches`` their least and most (:func:`symllm.studies.ranks.rank`). The closed forms are
   built once per ZeRO stage and recomputation and evaluated over every layout at once in compiled kernels
-  (:mod:`symllm.numbers.kernels`), with the
+  (:mod:`symllm.studies.layout_forms`), with the
   per-stage forms :func:`symllm.costs.phases.stage_memory` and :func:`symllm.costs.hardware.stage_times`
   that ``workload()`` evaluates, so a row equals ``symllm.workload`` at its layout (``tests/test_plans.py``).
 
@@ -49,10 +49,8 @@ divided over the layout), as ``workload()``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
-import sympy as sp
 
 from symllm.arch.algebra import substitute
 from symllm.arch import resolved
@@ -66,8 +64,9 @@ from symllm.costs import phases as costs
 from symllm.costs.replication import kv_heads_split
 from symllm.costs.workloads import COMPONENT_STACKS, Workload, with_stated
 from symllm.errors import SymllmError
-from symllm.numbers.kernels import compile_expr, evaluate
+from symllm.numbers.kernels import evaluate
 from symllm.studies import ranks, served as served_by
+from symllm.studies.layout_forms import closed_forms, decode_step, floats, largest, vector
 from symllm.validate import choice, positive_int
 
 __all__ = ["max_batch", "max_context", "fewest_gpus", "plan", "Plan", "REASONS"]
@@ -246,6 +245,9 @@ class Plan:
     unserved: dict = field(default_factory=dict)
     #: serving: the engine's options given (count --serve's, :func:`symllm.costs.serving.capacity`'s keywords)
     serve: dict = field(default_factory=dict)
+    #: training under a TP overlap: what of a block it covers in this model (:func:`symllm.costs.tp_overlap.scope`),
+    #: as a timed row's expected time says it; None: no such row
+    tp_overlap: str | None = None
 
     @property
     def engine(self) -> str:
@@ -290,6 +292,7 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     experts = spc.n_experts
     # a serving engine's own expert parallelism (vLLM's tp x dp: symllm.costs.expert_layout): only what it runs
     whole = not training and expert_layout.declared(engine_for(work.engine, "inference")["name"])
+    spans = whole and expert_layout.declared(work.engine)  # tp x dp at tp > 1 where the engine is named (count's)
     # training under such an engine: none (its own layout serves only, symllm's is not the engine's)
     serves_only = training and expert_layout.declared(work.engine) is not None
     rows = []  # one tuple a layout, in _KEYS' order
@@ -299,8 +302,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
             continue
         for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
-            eps = [e for e in _divisors(dp) if experts % e == 0 and (not whole or e in (1, tp * dp))
-                   ] if experts and not serves_only else [1]
+            eps = [e for e in (sorted({1, tp * dp}) if spans else _divisors(dp)) if experts % e == 0
+                   and (not whole or e in (1, tp * dp))] if experts and not serves_only else [1]
             for ep in eps:
                 if not training:
                     rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
@@ -311,17 +314,6 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
                          for zero in (range(4) if dp > 1 else (0,)) for rec in (0, 1) for m, a in splits]
     table = np.asarray(rows, dtype=np.int64).reshape(-1, len(_KEYS)).T.copy()  # (each column contiguous)
     return {k: table[i].astype(bool) if k in ("sp", "recompute") else table[i] for i, k in enumerate(_KEYS)}
-
-
-def _vector(expr, args: dict, n: int) -> np.ndarray:
-    """``expr`` over the layouts: a compiled kernel (:func:`compile_expr`) of its symbols' arrays or numbers."""
-    kernel = compile_expr(expr)
-    out = kernel.vector(**{a.name: args[a.name] for a in kernel.args})
-    return np.broadcast_to(np.asarray(out), (n,))
-
-
-def _float(x: np.ndarray) -> np.ndarray:
-    return np.asarray([float(v) for v in x.tolist()]) if x.dtype == object else x.astype(np.float64)
 
 
 def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None, *, training: bool = False,
@@ -338,9 +330,9 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
     >>> p = plan("llama3.1-70b", 16, "h100-sxm", seq=4096)
     >>> r = p.rows[0]; (r["tp"], r["pp"], r["dp"], r["batch"]), p.sequences["tp 8"], p.sequences["tp 4 pp 2"]
-    ((8, 1, 2, 256), 305, 300)
+    ((8, 1, 2, 256), 309, 305)
     >>> sorted(p.dropped.items())
-    [("more sequences than vllm's KV cache holds (count --serve)", 1239)]
+    [("more sequences than vllm's KV cache holds (count --serve)", 1234)]
     """
     spc = resolved.spec(config)
     positive_int("gpus", gpus)
@@ -350,6 +342,8 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
         if options.get(k) is not None:
             raise SymllmError(f"{k}: plan enumerates the layouts itself; give the workload without it")
     work = with_stated(Workload.of(work, **options), spc.config)  # the config's quantization_config (weights, KV)
+    if training and "expert_tp" in work.derived:  # an engine's experts over tp x dp serve only: trained as symllm's
+        work = work.replace(expert_tp="split")
     checks.check(spc, work)
     checks.warn_past_window(spc, work.seq + work.gen)
     g = accelerators.of(work)
@@ -402,26 +396,29 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     etas = {}  # (the experts' GEMM efficiencies the floors read, by their rows)
     links = _links(cols, work, g)
     kind = "training_peak" if training else "inference_peak"
-    groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist())))
+    # each row's routed experts under tp as its engine lays them out (serving: count --serve's engine, whose KV cache
+    # :func:`symllm.costs.serving.capacity` sizes from them)
+    experts = _experts(work if training or work.engine else work.replace(engine=out.engine), cols)
+    groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist(), experts.tolist())))
     gathers = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2))  # an sp group's float8 all-gathers, as count's
-    for zero, rec, seq_par in groups:
-        at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par)
+    for zero, rec, seq_par, laid in groups:
+        at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par) & (experts == laid)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         m = int(np.count_nonzero(at))
         float8 = gathers if seq_par else ()
-        forms = _forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, work.expert_tp,
+        forms = closed_forms(mdl, kind, zero, rec, seq_par, work.stack, training, work.optimizer, laid,
                        column_parallel(work.engine), float8)
         if training and work.lora_rank is not None:  # LoRA's peak, as workload()'s (one GPU's whole)
             lora = costs.quantities(mdl, work.replace(zero_stage=zero, recompute=rec))["memory"]["training_peak"]
             forms = {**forms, "peaks": (lora,)}
-        fit_peak[at] = _largest(forms["peaks"], sub, m)
+        fit_peak[at] = largest(forms["peaks"], sub, m)
         bw = {k: v[at] for k, v in links.items()}
         pp = sub["N_p"].astype(np.float64)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}  # (training: the same)
-        handoff = _float(_vector(forms["handoff"], sub, m)) / bw["pp"]  # one micro-batch's, one boundary
+        handoff = floats(vector(forms["handoff"], sub, m)) / bw["pp"]  # one micro-batch's, one boundary
         if training:
-            worst = np.max([_float(_vector(e, sub, m)) for e in forms["flops"]], axis=0)
-            sent = {k: _float(_vector(e, sub, m)) for k, e in forms["comm"].items()}
+            worst = np.max([floats(vector(e, sub, m)) for e in forms["flops"]], axis=0)
+            sent = {k: floats(vector(e, sub, m)) for k, e in forms["comm"].items()}
             # as count's bound: the last of m micro-batches leaves the last stage after m + N_p - 1 stage-times
             # (interleaved over v chunks a stage, m + (N_p - 1)/v: schedules.bubble)
             stage = worst / base["P"] + sent["tp"] / bw["tp"] + sent["ep"] / bw["ep"]
@@ -431,14 +428,14 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             # each micro-batch's hand-offs (schedules.handoffs' count of one-way sends, half the form's bytes each)
             sends = np.array([handoffs(p_, a_, work.schedule) for p_, a_ in runs.tolist()])[where.reshape(-1)]
             seconds[at] = times * stage + handoff * sends / 2 + sent["dp"] / bw["dp"]
-            terms = [[_float(_vector(e, sub, m)) for e in st] for st in forms["floors"]]  # (ranks.floors')
+            terms = [[floats(vector(e, sub, m)) for e in st] for st in forms["floors"]]  # (ranks.floors')
             low[at] = ranks.floors(work.replace(recompute=rec), times, worst, terms, sub["b"] * work.seq, sub["N_e"],
                                    base, etas)
         else:
-            seconds[at] = pp * _decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
+            seconds[at] = pp * decode_step(forms, sub, m, base, bw) + handoff * (pp - 1)
     served = held = None
     if not training:  # a replica of tensor ranks its engine serves: as the engine holds and steps it
-        served, held = _engine_rows(spc, work, cols, out, mdl, args, timed, workload_at, fit_peak, serve)
+        served, held = _engine_rows(spc, work, cols, out, mdl, args, timed, workload_at, fit_peak, serve, experts)
     capacity = g.memory
     peaks = fit_peak.tolist()
     fits = np.asarray([p <= capacity for p in peaks], dtype=bool)
@@ -462,7 +459,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     if training:
         # model FLOPs (MFU's numerator, utilisation.step_flops: the whole model's, causal pairs), per micro-batch
         step = substitute(step_flops(spc), dict(mdl.definitions))
-        model_flops = cols["dp"] * cols["accum"] * _float(_vector(step, whole, n))
+        model_flops = cols["dp"] * cols["accum"] * floats(vector(step, whole, n))
         tokens = global_batch * work.seq
         figures = {"step_s": secs, "tokens_per_s": tokens / secs,
                    "mfu": of_peak(model_flops[kept], secs, gpus, base["P"])}
@@ -478,20 +475,28 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     floor = dict(zip(map(id, rows), low[kept].tolist()))  # each row's floor, by the row (sorted next)
     out.fit, key, batches = len(rows), {}, {}  # each row's layout; a layout's batches (training: micro-batches)
-    for r, at in zip(rows, zip(*(cols[k][kept].tolist() for k in ranks.LAYOUT[training]))):
-        key[id(r)] = at
+    for r in rows:
+        key[id(r)] = at = ranks.layout_of(r, training)
         batches.setdefault(at, []).append(r["batch"])
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
+    # a row whose experts its engine spreads over tp x dp (no engine named: the serving engine's, as its KV cache and
+    # peak read them) is timed as that engine lays it out
+    spread = {at for at, e in zip(zip(*(cols[k].tolist() for k in ranks.LAYOUT[False])), experts.tolist())
+              if e == "tp_x_dp"} if not training and not work.engine else set()
+    served_as = decoded.replace(engine=out.engine) if spread else decoded
     if not training:  # a replica's best batch, the largest it holds (its tokens/s rise with it: ranks.LAYOUT)
         rows = ranks.rank(rows, training, None, best=0, layout=lambda r: key[id(r)])
-    rows = ranks.rank(rows, training, lambda r: ranks.expected(spc, decoded, r, training, workload_at),
-                      floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
+    rows = ranks.rank(rows, training, lambda r: ranks.expected(
+        spc, served_as if key[id(r)] in spread else decoded, r, training, workload_at),
+        floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
     for r in rows:
         r["batches"] = [min(batches[key[id(r)]]), max(batches[key[id(r)]])]
+        said = r.get("expected", {}).pop("tp_overlap", None)  # the plan's, not a row's number
+        out.tp_overlap = out.tp_overlap or said
     for r in rows[:ranks.EXPECTED_ROWS]:  # under load at the batch, count --serve --concurrency's
-        at = tuple(r[k] for k in served_by.REPLICA)
+        at = ranks.layout_of(r, False)
         load = served_by.under_load(spc.config, work, at, r["batch"], out.engine, workload_at, serve) if (
             not training and served_by.replica(*at) in out.sequences and work.gen) else None
         if load:
@@ -501,7 +506,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
 
 
 def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, timed: dict, evaluate,
-                 fit_peak: np.ndarray, serve: dict) -> tuple[np.ndarray, np.ndarray]:
+                 fit_peak: np.ndarray, serve: dict, experts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The serving rows of a replica its engine serves, as the engine holds and steps them:
     :func:`symllm.costs.serving.capacity` once per replica's layout (its most sequences in :attr:`Plan.sequences`;
     a layout it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
@@ -509,11 +514,11 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     and cache of the batch's ``s + n`` tokens, a decode step's working set at the decode point or the profiled
     prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
     :func:`symllm.studies.served.decode_point`). Returns the rows' mask and the most sequences each row's replica
-    holds. ``serve``: serving's options (count --serve's)."""
+    holds. ``serve``: serving's options (count --serve's); ``experts``: each row's routed experts (:func:`_experts`)."""
     n = len(cols["tp"])
     served, held = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     beside = np.zeros(n, dtype=object), np.zeros(n, dtype=object)  # activation peak, non-torch memory
-    layouts = np.stack([cols[k] for k in served_by.REPLICA], axis=1)
+    layouts = np.stack([cols[k] for k in ranks.LAYOUT[False]], axis=1)
     caps, refused = served_by.capacities(spc.config, work, sorted(set(map(tuple, layouts.tolist()))), out.engine,
                                          evaluate, serve)  # a layout refused: the inference peak's rule
     out.unserved = {served_by.replica(*k): why for k, why in refused.items()}
@@ -523,65 +528,26 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
         out.sequences[served_by.replica(*layout)] = held[at] = most_sequences(cap)
         served |= at
         beside[0][at], beside[1][at] = cap["activation_peak"], cap["non_torch"]
-    m = int(np.count_nonzero(served))
-    if not m:
-        return served, held
-    sub = {k: (v[served] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}
-    forms = _forms(mdl, "inference_peak", 0, False, False, work.stack, False, work.optimizer, work.expert_tp,
-                   column_parallel(work.engine))
-    whole = _largest(forms["held"], {k: (v[served] if isinstance(v, np.ndarray) else v) for k, v in args.items()}, m)
-    working = (_largest(forms["peaks"], sub, m) - _largest(forms["held"], sub, m)).tolist()  # one token a sequence
-    fit_peak[served] = [served_by.engine_peak(*x) for x in zip(whole.tolist(), working, beside[0][served].tolist(),
-                                                                beside[1][served].tolist())]
+    for laid in sorted(set(experts[served].tolist())):  # each expert layout's own forms
+        at = served & (experts == laid)
+        m = int(np.count_nonzero(at))
+        sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}
+        forms = closed_forms(mdl, "inference_peak", 0, False, False, work.stack, False, work.optimizer, laid,
+                             column_parallel(work.engine))
+        whole = largest(forms["held"], {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}, m)
+        working = (largest(forms["peaks"], sub, m) - largest(forms["held"], sub, m)).tolist()  # one token a sequence
+        fit_peak[at] = [served_by.engine_peak(*x) for x in zip(whole.tolist(), working, beside[0][at].tolist(),
+                                                                beside[1][at].tolist())]
     return served, held
 
 
-def _largest(exprs, sub: dict, m: int) -> np.ndarray:
-    """The largest of ``exprs`` (one a pipeline stage) over the layouts ``sub``, row by row."""
-    values = [_vector(e, sub, m) for e in exprs]
-    top = values[0]
-    for v in values[1:]:
-        top = np.where(np.asarray(v >= top, dtype=bool), v, top)
-    return top
-
-
-def _decode_step(forms: dict, sub: dict, m: int, base: dict, bw: dict) -> np.ndarray:
-    """A decode step's roofline seconds over the layouts ``sub``, its slowest stage's: FLOPs at the peak or bytes
-    at the bandwidth, the longer, plus its tensor-parallel bytes over the link (``bw``)."""
-    tp_on = sub["N_t"] > 1
-    return np.max([np.maximum(_float(_vector(fl, sub, m)) / base["P"], _float(_vector(by, sub, m)) / base["B_mem"])
-                   + np.where(tp_on, _float(_vector(tp, sub, m)) / bw["tp"], 0.0)
-                   for fl, by, tp in forms["stages"]], axis=0)
-
-
-@lru_cache(maxsize=64)
-def _forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str, training: bool,
-           optimizer: str = "adamw", experts: str = "split", columns: str = "dtensor", float8: tuple = ()) -> dict:
-    """The closed forms :func:`plan` evaluates for one ZeRO stage and recomputation: each pipeline stage's
-    per-GPU peak (:func:`symllm.costs.phases.stage_memory`), and its times' terms
-    (:func:`symllm.costs.hardware.stage_times`; training: the step's FLOPs per stage and the bytes sent,
-    :func:`symllm.costs.parallel.comm`, as the training engine's ``columns`` run it:
-    :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one byte; serving: a decode
-    step's FLOPs, bytes and tensor-parallel bytes)."""
-    defs = dict(mdl.definitions)
-    stages = parallel.stages(mdl, seq_par, experts)
-    terms = hardware.stage_times(mdl, True, seq_par, rec, costs.flops, experts)
-    out = {"peaks": tuple(substitute(costs.stage_memory(stages, i, kind, zero, rec, stack, optimizer), defs)
-                          for i in range(len(stages)))}
-    if training:
-        comm = parallel.comm(mdl, seq_par, rec, zero, experts, columns=columns, float8=float8)
-        out.update(flops=tuple(st["training_flops"] for st in terms["stages"]),
-                   comm={k: comm.get(k, sp.S.Zero) for k in ("tp", "ep", "dp")},  # and ranks.floors' terms
-                   floors=tuple(tuple(st[k] for k in ("training_core_flops", "training_expert_flops", "expert_active",
-                                                     "expert_params", "expert_layers")) for st in terms["stages"]),
-                   handoff=terms["training_handoff"])
-    else:
-        out.update(stages=tuple((st["decode_flops"], st["decode_bytes"], st["decode_tp"]) for st in terms["stages"]),
-                   handoff=terms["decode_handoff"],  # and what a stage holds beside its working set
-                   held=tuple(substitute(sum(costs.stage_memory(stages, i, k) for k in ("weights", "kv_cache",
-                                                                                       "state_cache")), defs)
-                              for i in range(len(stages))))
-    return out
+def _experts(work: Workload, cols: dict) -> np.ndarray:
+    """Each row's routed experts under tensor parallelism (``Workload.expert_tp``) at its ``tp``, ``dp`` and ``ep``:
+    the workload's, or its engine's own expert-parallel layout (:func:`symllm.costs.expert_layout.check`: vLLM's
+    ``ep = tp × dp`` holds them whole), one answer with ``workload()``'s at that layout."""
+    keys = list(zip(cols["tp"].tolist(), cols["dp"].tolist(), cols["ep"].tolist()))
+    laid = {k: work.replace(tp=k[0], dp=k[1], ep=k[2]).expert_tp for k in set(keys)}
+    return np.array([laid[k] for k in keys], dtype=object)
 
 
 def _links(cols: dict, work: Workload, g) -> dict[str, np.ndarray]:

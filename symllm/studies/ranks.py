@@ -27,7 +27,8 @@ EXPECTED_ROWS = 10
 #: what a plan of each kind ranks its rows by: (the expected figure, the bound's)
 RANKED_BY = {True: ("training_step_s", "step_s"), False: ("tokens_per_s", "tokens_per_s")}
 
-#: what lays a plan row out, its batch and micro-batches aside (a plan shows each layout once: :func:`rank`), by kind
+#: what lays a plan row out, its batch and micro-batches aside (a plan shows each layout once: :func:`rank`), by kind;
+#: serving's the ranks of a replica (its ``dp`` replicas each hold their own cache: :mod:`symllm.studies.served`)
 LAYOUT = {True: ("tp", "pp", "dp", "ep", "sp", "zero", "recompute"), False: ("tp", "pp", "dp", "ep")}
 
 
@@ -48,7 +49,9 @@ _ROUNDING = 1e-9
 def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
     """A plan row's expected times: ``workload()``'s at its layout (its ``time.expected``; a serving row's at the
     decode point ``work`` is then: :func:`symllm.studies.served.decode_point`), training with the row's
-    micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and ``cost``).
+    micro-batches; the keys its table shows (with ``--tokens``, their ``training_s``, ``gpu_hours`` and ``cost``;
+    under a TP overlap what of a block it covers, ``tp_overlap``, which :func:`symllm.studies.plans.plan` lifts
+    into :attr:`symllm.studies.plans.Plan.tp_overlap`).
     ``evaluate``: ``work -> symllm.costs.phases.workload(spc, work)``.
 
     >>> from symllm.arch import resolved
@@ -63,9 +66,9 @@ def expected(spc, work: Workload, row: dict, training: bool, evaluate) -> dict:
     if training:
         layout.update(sp=row["sp"], zero_stage=row["zero"], recompute=row["recompute"], micro_batches=row["accum"])
     e = evaluate(work.replace(**layout))["time"].get("expected") or {}  # (none: ranked by its bound)
-    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost")
-            if training else ("decode_token_s", "tokens_per_s"))
-    return {k: e[k] for k in keys if k in e}
+    keys = (("training_step_s", "training_tokens_per_s_per_gpu", "mfu", "training_s", "gpu_hours", "cost",
+             "tp_overlap") if training else ("decode_token_s", "tokens_per_s"))
+    return {k: e[k] for k in keys if e.get(k) is not None}  # (a figure not answered: ranked by its bound)
 
 
 def floors(work: Workload, runs, flops, stages, rows, ep, values: dict, kept: dict | None = None) -> np.ndarray:

@@ -11,6 +11,7 @@ from math import ceil
 
 from symllm.costs.workloads import Workload
 from symllm.errors import SymllmError
+from symllm.studies.ranks import LAYOUT
 
 __all__ = ["decode_point", "engine_peak", "replica", "capacities", "under_load"]
 
@@ -40,10 +41,6 @@ def engine_peak(held, working, activation, non_torch) -> int:
     return ceil(held + max(working, activation) + non_torch)
 
 
-#: the ranks that lay a serving replica out (a row's ``dp`` replicas each hold their own cache)
-REPLICA = ("tp", "pp", "dp", "ep")
-
-
 def replica(tp: int, pp: int = 1, dp: int = 1, ep: int = 1) -> str:
     """The name plan gives a replica's layout (its ``sequences`` and ``unserved`` keys): its tensor ranks, and its
     stages and expert-parallel ranks where above 1 (``dp``, the replicas, names none).
@@ -71,7 +68,7 @@ def capacities(config, work: Workload, layouts, engine: str, evaluate=None,
     caps, refused = {}, {}
     for layout in layouts:
         try:
-            caps[layout] = serving.capacity(config, work.replace(**dict(zip(REPLICA, layout)), batch=1,
+            caps[layout] = serving.capacity(config, work.replace(**dict(zip(LAYOUT[False], layout)), batch=1,
                                                                  engine=engine), evaluate=evaluate, **(serve or {}))
         except SymllmError as why:
             refused[layout] = str(why)
@@ -96,7 +93,7 @@ def under_load(config, work: Workload, layout: tuple, batch: int, engine: str, e
     """
     from symllm.costs import traffic
     try:
-        r = traffic.under_load(config, work.replace(**dict(zip(REPLICA, layout)), batch=1, engine=engine),
+        r = traffic.under_load(config, work.replace(**dict(zip(LAYOUT[False], layout)), batch=1, engine=engine),
                                concurrency=batch, evaluate=evaluate, **(serve or {}))
     except SymllmError:
         return None
