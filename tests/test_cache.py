@@ -459,12 +459,13 @@ def test_workload_shape_is_what_the_closed_forms_read():
                 "network": "eth-100g", "tokens": 10**9, "price": 2.5, "weight_format": "Q4_K_M",
                     "kv_format": "q8_0",
                 "compute_dtype": "fp8", "engine": "sglang", "micro_batches": 4, "schedule": "interleaved",
-                "virtual_stages": 4, "power_cap": 500.0, "tp_overlap": True}
+                "virtual_stages": 4, "power_cap": 500.0, "tp_overlap": True, "ubatch": 256, "flash_attn": "on"}
     #: what an option needs beside it to be valid on its own
     needs = {"gpu_memory": {"gpu": "h100-sxm"}, "gpu_bandwidth": {"gpu": "h100-sxm"},
              "gpu_flops": {"gpu": "h100-sxm"}, "network": {"gpu": "h100-sxm"}, "tokens": {"gpu": "h100-sxm"},
              "price": {"gpu": "h100-sxm", "tokens": 10**9}, "lora_targets": {"lora_rank": 4},
-             "qlora": {"lora_rank": 4}, "power_cap": {"gpu": "h100-sxm"}}
+             "qlora": {"lora_rank": 4}, "power_cap": {"gpu": "h100-sxm"}, "ubatch": {"engine": "llama.cpp"},
+             "flash_attn": {"engine": "llama.cpp"}}
     marked = {"attention": "causal", "zero_stage": 3, "dp": 2, "tp": 2, "pp": 2, "ep": 1, "sp": False,
               "recompute": "full", "stack": "hf-eager", "optimizer": "sgd", "lora_rank": 4, "lora_targets": "wo",
               "qlora": True, "logits": "all", "expert_tp": "whole"}

@@ -379,8 +379,8 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # resolves the workload's, engine_memory.prompt_micro_batch), the attention core at its causal FLOPs, weights at
     # least once
     core = parts["prefill_core_flops"]
-    micro, flash = prompt_micro_batch(serve, work) or (rows, False)
-    gemm_s = gemms(parts["prefill_flops"] - core, parts["prefill_expert_flops"], micro, fast16 or peak)
+    ubatch, flash = prompt_micro_batch(serve, work) or (rows, False)
+    gemm_s = gemms(parts["prefill_flops"] - core, parts["prefill_expert_flops"], ubatch, fast16 or peak)
     # the attention core: the pairs of the kernel's tiles (masked blocks skipped, diagonal blocks whole) at the
     # measured efficiency read on those pairs
     # (without attention_tiles in efficiency.json: the unmasked pairs at the table as measured)
@@ -403,13 +403,13 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     if prompt and core and kind != "unified" and all(x in parts for x in ("d", "d_ff", "n_h", "n_kv")):
         from symllm.costs.ggml import prompt_passes
         converted, scores, f32_bytes = prompt_passes(
-            seq=work.seq, ubatch=micro, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
+            seq=work.seq, ubatch=ubatch, layers=layers, d=parts["d"], d_ff=parts["d_ff"],
             n_h=Fraction(parts["n_h"], work.tp), q=Fraction(parts["n_h"] * heads, work.tp),
             kv=Fraction(parts["n_kv"] * heads, work.tp), convert=plain_fp16, flash_attn=flash)
         act = stream("fp16", kind) * bandwidth
         attn_s = (4 * heads * scores * work.batch / (attention_prefill(work.seq, heads, tiles=True) * capped * peak)
                   if flash else
-                  max(4 * heads * scores * work.batch / (gemm(compute, micro, rated) * capped * peak),
+                  max(4 * heads * scores * work.batch / (gemm(compute, ubatch, rated) * capped * peak),
                       scores * work.batch * _x(prompt["scores_bytes"]) / act))
         attn_s += converted * work.batch * _x(prompt["convert_bytes"]) / act
         attn_s += f32_bytes * work.batch * _x(prompt.get("f32_passes", "0")) / act  # its element-wise nodes

@@ -426,7 +426,7 @@ class Workload:
             value = getattr(self, name)
             out.append((name, value if mark is True else mark(value)))
         # and what several fields decide together: the all-gathers the training engine runs in float8 (comm.tp's)
-        out.append(("float8_gathers", tp_overlap.fp8_gathers(self)))
+        out.append(("float8_gathers", tp_overlap.fp8_gathers(self) if self.sp else ()))  # (none without --sp)
         object.__setattr__(self, "_shape", tuple(out))  # frozen: computed once (each workload() asks twice)
         return self._shape
 

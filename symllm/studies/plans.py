@@ -400,7 +400,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     # :func:`symllm.costs.serving.capacity` sizes from them)
     experts = _experts(work if training or work.engine else work.replace(engine=out.engine), cols)
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist(), experts.tolist())))
-    gathers = tp_overlap.fp8_gathers(work.replace(sp=True, tp=2))  # an sp group's float8 all-gathers, as count's
+    gathers = tp_overlap.fp8_gathers(work)  # an sp group's float8 all-gathers, as count's
     for zero, rec, seq_par, laid in groups:
         at = (cols["zero"] == zero) & (cols["recompute"] == rec) & (cols["sp"] == seq_par) & (experts == laid)
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
