@@ -339,7 +339,8 @@ class Workload:
         if isinstance(self.gpu, str):  # any spelling of one card (accelerators.gpu): its catalogue name
             put("gpu", accelerators.gpu(self.gpu).name)
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
-        if accelerator is not None:
+        if accelerator is not None:  # an Apple GPU's engines: llama.cpp by default, vLLM refused (no Metal backend)
+            put("engine", figures.on_backend(self.engine, accelerator.backend, accelerator.name))
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
                 raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
