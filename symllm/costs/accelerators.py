@@ -77,7 +77,8 @@ class GPU:
     fp8: int | None
     #: peak memory bandwidth, bytes/s (10**12 per TB/s)
     bandwidth: int
-    #: memory capacity, bytes (the vendor's "GB" read as GiB)
+    #: memory capacity, bytes (the vendor's "GB" read as GiB); an Apple GPU's: Metal's default working set of its
+    #: unified memory (:func:`metal_working_set`), what fit, plan and serving read
     memory: int
     #: the datasheet's title and address
     source: str
