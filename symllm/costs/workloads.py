@@ -257,8 +257,8 @@ class Workload:
                                      "TransformerEngine and torchao run it; default: the weights')")
     #: the engine whose conventions the expected times use (symllm.costs.efficiency); None: the defaults
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
-                              "megatron, torchtitan, ... (default: vllm for inference, llama.cpp on an Apple GPU, megatron for "
-                              "training); "
+                              "megatron, torchtitan, ... (default: vllm for inference, llama.cpp on an Apple GPU, "
+                              "megatron for training); "
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
                               "the default (Llama's transformers tp plan; hf: its plan for the model's family)",
                               shapes=engine_shape)
