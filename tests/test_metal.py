@@ -65,3 +65,13 @@ def test_one_answer_on_a_mac(capsys):
     p = _json(["plan", "llama2-70b", "--gpus", "1xapple-m2-ultra"], capsys)
     assert p["engine"] == "llama.cpp" and p["rows"][0]["batch"] == c["serving"]["most_sequences"]
     assert p["rows"][0]["peak"] <= 144 * GiB
+
+
+def test_the_default_engine_follows_the_card():
+    """llama.cpp is derived from the Apple card, so a copy on a CUDA card takes the default there (vLLM's
+    conventions, engine None); an engine given stays given."""
+    from symllm.costs.workloads import Workload
+    mac = Workload(gpu="apple-m2-ultra")
+    assert mac.engine == "llama.cpp" and mac.replace(gpu="h100-sxm").engine is None
+    assert Workload(gpu="apple-m2-ultra", engine="mlc").replace(gpu="h100-sxm").engine == "mlc"
+    assert Workload(gpu="h100-sxm").engine is None

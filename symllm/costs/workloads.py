@@ -341,6 +341,8 @@ class Workload:
             put("gpu", accelerators.gpu(self.gpu).name)
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:  # an Apple GPU's engines: llama.cpp by default, vLLM refused (no Metal backend)
+            if self.engine is None and accelerator.backend is not None:  # derived: another card derives it again
+                put("derived", self.derived | {"engine"})
             put("engine", figures.on_backend(self.engine, accelerator.backend, accelerator.name))
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
