@@ -77,7 +77,8 @@ class GPU:
     fp8: int | None
     #: peak memory bandwidth, bytes/s (10**12 per TB/s)
     bandwidth: int
-    #: memory capacity, bytes (the vendor's "GB" read as GiB)
+    #: memory capacity, bytes (the vendor's "GB" read as GiB); an Apple GPU's: Metal's default working set of its
+    #: unified memory (:func:`metal_working_set`), what fit, plan and serving read
     memory: int
     #: the datasheet's title and address
     source: str
@@ -107,6 +108,12 @@ class GPU:
     #: peak dense FP4 tensor-core FLOP/s (NVFP4 weights and activations: symllm.costs.weight_formats); None: no FP4
     #: tensor cores, or no datasheet figure read
     fp4: int | None = None
+    #: the software stack its kernels run on where it is not CUDA or ROCm: "metal", an Apple GPU (gpus.json
+    #: backend), where only the engines efficiency.json declares metal serve (symllm.costs.figures.on_backend)
+    backend: str | None = None
+    #: an Apple GPU's whole unified memory, bytes, of which :attr:`memory` is Metal's default working set
+    #: (:func:`metal_working_set`); None: not a unified-memory card
+    unified: int | None = None
 
     @property
     def usable(self) -> int:
@@ -196,6 +203,20 @@ def _reported(entry) -> int | None:
     return int(Fraction(str(entry["gib"])) * GiB)
 
 
+def metal_working_set(unified: int, rule=None) -> int:
+    """The bytes macOS lets an Apple GPU wire of ``unified`` bytes by default (Metal's
+    ``recommendedMaxWorkingSetSize``): gpus.json's ``metal.working_set`` fraction, the first row whose
+    ``up_to_gib`` holds it (the rule's sources there); ``sysctl iogpu.wired_limit_mb`` raises it (``--gpu-memory``).
+
+    >>> metal_working_set(192 * GiB) // 2 ** 20, metal_working_set(16 * GiB) // 2 ** 20
+    (147456, 10922)
+    """
+    if rule is None:
+        rule = json.loads((Path(__file__).parent / _CATALOGUE).read_text(encoding="utf-8"))["metal"]["working_set"]
+    row = next(r for r in rule if r["up_to_gib"] is None or unified <= r["up_to_gib"] * GiB)
+    return int(unified * Fraction(row["fraction"]))
+
+
 @lru_cache(maxsize=1)
 def _catalogue() -> tuple[dict, dict]:
     """The shipped catalogue (``gpus.json``): name -> :class:`GPU`, name -> :class:`Network`."""
@@ -203,10 +224,12 @@ def _catalogue() -> tuple[dict, dict]:
     gpus = {}
     for e in raw["gpus"]:
         link = e.get("interconnect")
+        unified = e["memory"] * GiB if e.get("backend") == "metal" else None  # Metal wires part of it
         gpus[e["name"]] = GPU(
             e["name"], e["title"], bf16=_exact(e["bf16"], _T), fp16=_exact(e["fp16"], _T),
             fp8=_exact(e["fp8"], _T), int8=_exact(e.get("int8"), _T), bandwidth=_exact(e["bandwidth"], _G),
-            memory=e["memory"] * GiB, source=e["source"], url=e["url"], note=e.get("note", ""),
+            memory=unified and metal_working_set(unified, raw["metal"]["working_set"]) or e["memory"] * GiB,
+            backend=e.get("backend"), unified=unified, source=e["source"], url=e["url"], note=e.get("note", ""),
             link=link and link["name"], link_bandwidth=link and _exact(link["bandwidth"], _G) // 2,
             node=link["gpus"] if link else 1, reported=_reported(e.get("reported")),
             power_w=e.get("power_w"), power_limit_w=e.get("power_limit_w"), nvidia_smi=tuple(e.get("nvidia_smi", ())),

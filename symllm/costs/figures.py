@@ -13,9 +13,10 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
+from symllm.errors import SymllmError
 from symllm.validate import choice
 
-__all__ = ["data", "engine", "engine_for", "runs", "KINDS", "fraction", "interpolate"]
+__all__ = ["data", "engine", "engine_for", "on_backend", "runs", "KINDS", "fraction", "interpolate"]
 
 #: the kinds of work an engine runs: each quantity is one kind's (its conventions and its tensor-parallel layout:
 #: :func:`engine_for`, :func:`symllm.costs.workloads.kind_layout`)
@@ -97,6 +98,30 @@ def engine_for(name: str | None, kind: str) -> dict:
     ('vllm', 'megatron')
     """
     return engine(name if runs(name, kind) else None, kind)
+
+
+def on_backend(name: str | None, backend: str | None, card: str = "this card") -> str | None:
+    """The engine a workload on a card of ``backend`` (gpus.json ``backend``: "metal", an Apple GPU; None: CUDA or
+    ROCm) runs under ``--engine name``: ``name`` where the backend runs it, the backend's default where none is
+    given (efficiency.json ``backends``: llama.cpp on Metal, as vLLM has no Metal backend), an inference engine the
+    backend does not run refused in one line naming ``card``. A training engine is not judged here.
+
+    >>> on_backend(None, "metal"), on_backend("mlc", "metal"), on_backend(None, None), on_backend("vllm", None)
+    ('llama.cpp', 'mlc', None, 'vllm')
+    >>> on_backend("vllm", "metal", "apple-m2-ultra")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    symllm.errors.SymllmError: engine: vllm has no metal backend for apple-m2-ultra; use llama.cpp, mlc, hf, torch
+    """
+    if backend is None:
+        return name
+    declared = data()["backends"][backend]
+    if name is None:
+        return declared["default"]
+    key = engine(name)["name"]
+    if runs(key, "inference") and key not in declared["engines"]:
+        raise SymllmError(f"engine: {key} has no {backend} backend for {card}; use {', '.join(declared['engines'])}")
+    return key
 
 
 def interpolate(table, x) -> Fraction:

@@ -260,7 +260,8 @@ class Workload:
                                      "TransformerEngine and torchao run it; default: the weights')")
     #: the engine whose conventions the expected times use (symllm.costs.efficiency); None: the defaults
     engine: str | None = _opt(None, "engine of the expected times: vllm, sglang, trtllm, lmdeploy, llama.cpp, hf, "
-                              "megatron, torchtitan, ... (default: vllm for inference, megatron for training); "
+                              "megatron, torchtitan, ... (default: vllm for inference, llama.cpp on an Apple GPU, "
+                              "megatron for training); "
                               f"{', '.join(LAYOUT_ENGINES)} also lay out the parts they split otherwise than "
                               "the default (Llama's transformers tp plan; hf: its plan for the model's family)",
                               shapes=engine_shape)
@@ -342,7 +343,10 @@ class Workload:
         if isinstance(self.gpu, str):  # any spelling of one card (accelerators.gpu): its catalogue name
             put("gpu", accelerators.gpu(self.gpu).name)
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
-        if accelerator is not None:
+        if accelerator is not None:  # an Apple GPU's engines: llama.cpp by default, vLLM refused (no Metal backend)
+            if self.engine is None and accelerator.backend is not None:  # derived: another card derives it again
+                put("derived", self.derived | {"engine"})
+            put("engine", figures.on_backend(self.engine, accelerator.backend, accelerator.name))
             accelerator.peak(self.matmul_dtype, "compute_dtype" if self.compute_dtype else "dtype")
             if self.power_cap is not None and accelerator.power_w is None:
                 raise SymllmError(f"power_cap: no rated board power for {self.gpu} (gpus.json power_w)")
