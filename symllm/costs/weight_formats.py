@@ -66,8 +66,8 @@ def declared(engine: str) -> dict:
 @lru_cache(maxsize=256)
 def _holders(fmt: str, engine: str | None) -> tuple:
     """``(engine, paths)`` of the engines whose declarations name ``fmt``: ``engine``'s, or every one's without it."""
-    from symllm.costs.efficiency import ENGINES
-    names = [engine] if engine is not None else ENGINES
+    from symllm.costs import figures
+    names = [engine] if engine is not None else [n for n in figures.data()["engines"] if n != "about"]
     return tuple((n, declared(n)[fmt]) for n in names if fmt in declared(n))
 
 
