@@ -350,3 +350,26 @@ def test_a_weight_format_s_bytes_per_gpu_are_whole(cli):
     assert 42_512_531_456 * 35_276_857_344 // 70_553_706_496 == 21_256_268_196
     rows = {line.split()[0]: line.split()[1] for line in cli(argv).out.splitlines()[-12:] if line.strip()}
     assert rows["weights"] == "21,256,268,196" and "." not in rows["inference_peak"], rows
+
+
+@pytest.mark.parametrize("typed, name", [("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"),
+                                         ("BFloat16", "bf16"), ("torch.float16", "fp16"), ("half", "fp16")])
+def test_a_dtype_as_config_json_spells_it_is_read_as_symllm_s(cli, typed, name):
+    """config.json's torch_dtype spells bf16 bfloat16 (torch's names: torch.bfloat16, torch.half is float16): every
+    option taking a dtype was refused ("dtype: unknown 'bfloat16'"); each reads it and the output says symllm's."""
+    r = cli(["count", "llama3.2-1b", "--dtype", typed, "--kv-dtype", typed, "--act-dtype", typed])
+    assert r.code == 0, r.err
+    assert f"weights {name}, KV cache {name}, activations {name};" in r.out
+    r = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--compute-dtype", typed, "--json"])
+    if name == "fp32":  # no fp32 matmuls in --compute-dtype: refused under symllm's name with the one typed
+        _refused(r, f"compute_dtype: unknown {typed!r} (known: bf16, fp16, fp8)")
+        return
+    import json
+    assert json.loads(r.out)["workload"]["compute_dtype"] == name
+
+
+def test_an_fp8_dtype_by_torch_s_name_is_fp8(cli):
+    """torch's float8_e4m3fn (TransformerEngine's and torchao's float8 training) is --compute-dtype fp8."""
+    r = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--compute-dtype", "float8_e4m3fn", "--kv-dtype", "FP8"])
+    assert r.code == 0, r.err
+    assert "KV cache fp8," in r.out and "dense fp8" in r.out
