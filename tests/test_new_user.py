@@ -417,3 +417,9 @@ def test_past_the_window_of_a_config_without_rope_scaling_says_scaling_can_run_i
     r = cli(["count", str(path), "--seq", "5000"])
     assert r.code == 0
     assert r.err == "symllm: warning: seq + gen: 5,000 > 4,096 trained positions (counted: RoPE scaling can run it)\n"
+
+
+def test_an_unknown_format_is_the_house_line_not_argparse_s(cli):
+    """report --format html read "argument --format: invalid choice: 'html' (choose from 'latex', 'markdown')",
+    argparse's wording, where a short list fit the line; every other refusal names the field and what it knows."""
+    _refused(cli(["report", "llama3.2-1b", "--format", "html"]), "format: unknown 'html' (known: latex, markdown)")
