@@ -284,8 +284,8 @@ class ModelConfig:
         booleans(self)  # every field declared bool (the MoE's, the recurrent layers' too): no list to extend
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:
-            from symllm.arch.dtypes import DTYPES
-            choice("kv_dtype", self.kv_dtype, DTYPES)
+            from symllm.arch.dtypes import named
+            put("kv_dtype", named("kv_dtype", self.kv_dtype))  # any spelling: float8_e4m3fn is fp8
         choice("norms", self.norms, NORM_PLACES)
         if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
             raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")
