@@ -55,7 +55,7 @@ def test_every_choice_is_read_from_the_module_that_checks_it(cli):
     for argv in (["report", "llama3.2-1b", "--format", "docx"], ["count", "llama3.2-1b", "--format", "tsv"]):
         r = cli(argv)
         assert r.code == 2 and r.out == "" and r.err.count("\n") == 1
-        assert re.search(rf"format: (unknown|invalid choice:) {argv[-1]!r}", r.err), r.err
+        assert re.search(rf"format: unknown {argv[-1]!r}", r.err), r.err
 
 
 def test_count_table_shows_exact_and_human_total(cli):

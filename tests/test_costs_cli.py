@@ -32,7 +32,7 @@ def _fails(capsys, argv, field) -> str:
 @pytest.mark.parametrize("argv,field", [
     (["--batch", "0"], "batch"), (["--batch", "-2"], "batch"), (["--seq", "0"], "seq"),
     (["--seq", "-1"], "seq"), (["--gen", "-1"], "gen"), (["--dp", "0"], "dp"),
-    (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float16"], "kv_dtype"),
+    (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float8_e8m0fnu"], "kv_dtype"),
     (["--attention", "sparse"], "attention"), (["--zero", "4"], "zero_stage"), (["--zero", "-1"], "zero_stage"),
     (["--batch", "x"], "batch"),  # one line naming the field, as --seq x (validate.suffixed_count)
 ])
@@ -104,7 +104,7 @@ def test_int4_numbers_are_ints_when_whole():
 
 BAD_WORKLOADS = [
     (["--seq", "-5"], "seq"), (["--seq", "0"], "seq"), (["--batch", "0"], "batch"), (["--gen", "-3"], "gen"),
-    (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float16"], "kv_dtype"),
+    (["--dtype", "int3"], "dtype"), (["--kv-dtype", "float8_e8m0fnu"], "kv_dtype"),
 ]
 
 
@@ -123,7 +123,7 @@ def test_report_rejects_bad_workloads(capsys, argv, field):
 
 @pytest.mark.parametrize("argv,field", [
     (["--dp", "-2", "--zero", "3"], "dp"), (["--dp", "0", "--zero", "3"], "dp"), (["--zero", "4"], "zero_stage"),
-    (["--kv-dtype", "float16"], "kv_dtype"), (["--act-dtype", "x"], "act_dtype"),
+    (["--kv-dtype", "float8_e8m0fnu"], "kv_dtype"), (["--act-dtype", "x"], "act_dtype"),
 ])
 def test_sweep_rejects_bad_cost_options(capsys, argv, field):
     """sweep --dp -2 gave negative training states and --dp 0 silently became 1."""

@@ -475,11 +475,11 @@ def test_seq_and_gen_past_the_window_warn_once(capsys):
     from symllm.errors import ContextWarning
     assert main(["count", "llama3.1-8b", "--seq", "131000", "--gen", "100"]) == 0
     out, err = _err_line(capsys)
-    assert err == "symllm: warning: seq + gen: 131,100 > 131,072 trained positions (counted: RoPE scaling can run it)\n"
+    assert err == "symllm: warning: seq + gen: 131,100 > 131,072 positions its RoPE scaling (llama3) reaches (counted)\n"
     assert "s=131000, n=100" in out
     assert main(["count", "llama3.1-8b", "--seq", "130972", "--gen", "100"]) == 0
     assert _err_line(capsys)[1] == ""
-    with pytest.warns(ContextWarning, match="131,100 > 131,072 trained positions"):
+    with pytest.warns(ContextWarning, match="131,100 > 131,072 positions its RoPE scaling"):
         w = symllm.workload("llama3.1-8b", seq=131000, gen=100)
     assert w["memory"]["kv_cache"] == 131_072 * 131_100  # 2·32·8·128·2 bytes a token, every token counted
 
@@ -549,8 +549,8 @@ def test_sweep_warns_once_for_its_longest_context(capsys):
     200,000 tokens are 26,214,400,000 bytes); a grid within the window warns nothing."""
     assert main(["sweep", "--base", "llama3.1-8b", "--seq", "1024,200000", "--quantity", "kv_cache"]) == 0
     out, err = _err_line(capsys)
-    assert err.splitlines()[0] == ("symllm: warning: seq + gen: 200,000 > 131,072 trained positions "
-                                   "(counted: RoPE scaling can run it)")
+    assert err.splitlines()[0] == ("symllm: warning: seq + gen: 200,000 > 131,072 positions its RoPE scaling "
+                                   "(llama3) reaches (counted)")
     assert out.splitlines()[-1].endswith(f",{131_072 * 200_000}") and err.count("warning") == 1
     assert main(["sweep", "--base", "llama3.1-8b", "--seq", "1024,2048", "--quantity", "kv_cache"]) == 0
     assert "warning" not in _err_line(capsys)[1]

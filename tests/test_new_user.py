@@ -350,3 +350,76 @@ def test_a_weight_format_s_bytes_per_gpu_are_whole(cli):
     assert 42_512_531_456 * 35_276_857_344 // 70_553_706_496 == 21_256_268_196
     rows = {line.split()[0]: line.split()[1] for line in cli(argv).out.splitlines()[-12:] if line.strip()}
     assert rows["weights"] == "21,256,268,196" and "." not in rows["inference_peak"], rows
+
+
+@pytest.mark.parametrize("typed, name", [("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"),
+                                         ("BFloat16", "bf16"), ("torch.float16", "fp16"), ("half", "fp16")])
+def test_a_dtype_as_config_json_spells_it_is_read_as_symllm_s(cli, typed, name):
+    """config.json's torch_dtype spells bf16 bfloat16 (torch's names: torch.bfloat16, torch.half is float16): every
+    option taking a dtype was refused ("dtype: unknown 'bfloat16'"); each reads it and the output says symllm's."""
+    r = cli(["count", "llama3.2-1b", "--dtype", typed, "--kv-dtype", typed, "--act-dtype", typed])
+    assert r.code == 0, r.err
+    assert f"weights {name}, KV cache {name}, activations {name};" in r.out
+    r = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--compute-dtype", typed, "--json"])
+    if name == "fp32":  # no fp32 matmuls in --compute-dtype: refused under symllm's name with the one typed
+        _refused(r, f"compute_dtype: unknown {typed!r} (known: bf16, fp16, fp8)")
+        return
+    import json
+    assert json.loads(r.out)["workload"]["compute_dtype"] == name
+
+
+def test_an_fp8_dtype_by_torch_s_name_is_fp8(cli):
+    """torch's float8_e4m3fn (TransformerEngine's and torchao's float8 training) is --compute-dtype fp8."""
+    r = cli(["count", "llama3.2-1b", "--gpu", "h100-sxm", "--compute-dtype", "float8_e4m3fn", "--kv-dtype", "FP8"])
+    assert r.code == 0, r.err
+    assert "KV cache fp8," in r.out and "dense fp8" in r.out
+
+
+def _tiny_llama(**rope) -> dict:
+    """A two-layer Llama config.json (hand-written) with the RoPE keys given."""
+    return {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 1000, "hidden_size": 64,
+            "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            **rope}
+
+
+def test_past_the_window_a_config_already_scaling_rope_says_it_is_past_its_scaling(cli):
+    """Llama 3.1 (rope_scaling llama3 from 8,192 to max_position_embeddings 131,072) past 131,072 was told "RoPE
+    scaling can run it": its config already applies RoPE scaling, and 131,072 is where it reaches."""
+    r = cli(["count", "llama3.1-8b", "--seq", "131000", "--gen", "100"])
+    assert r.code == 0
+    assert r.err == ("symllm: warning: seq + gen: 131,100 > 131,072 positions its RoPE scaling "
+                     "(llama3) reaches (counted)\n")
+
+
+def test_within_a_yarn_window_past_max_position_embeddings_no_warning(cli, tmp_path):
+    """Qwen's YaRN recipe leaves max_position_embeddings at 32,768 and adds rope_scaling yarn, factor 4 from
+    original_max_position_embeddings 32,768: 4 x 32,768 = 131,072 positions (vLLM's derived max_model_len reads
+    yarn as original x factor). 65,536 is within: no warning; 140,000 is past the scaled 131,072."""
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_tiny_llama(max_position_embeddings=32768, rope_scaling={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})))
+    r = cli(["count", str(path), "--seq", "65536"])
+    assert r.code == 0 and r.err == "", r.err
+    r = cli(["count", str(path), "--seq", "140000"])
+    assert r.code == 0
+    assert r.err == ("symllm: warning: seq + gen: 140,000 > 131,072 positions its RoPE scaling "
+                     "(yarn) reaches (counted)\n")
+
+
+def test_past_the_window_of_a_config_without_rope_scaling_says_scaling_can_run_it(cli, tmp_path):
+    """No rope_scaling stated (nor transformers 5's rope_parameters default): past max_position_embeddings the
+    model could still run with RoPE scaling added: the warning says so."""
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_tiny_llama(max_position_embeddings=4096,
+                                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})))
+    r = cli(["count", str(path), "--seq", "5000"])
+    assert r.code == 0
+    assert r.err == "symllm: warning: seq + gen: 5,000 > 4,096 trained positions (counted: RoPE scaling can run it)\n"
+
+
+def test_an_unknown_format_is_the_house_line_not_argparse_s(cli):
+    """report --format html read "argument --format: invalid choice: 'html' (choose from 'latex', 'markdown')",
+    argparse's wording, where a short list fit the line; every other refusal names the field and what it knows."""
+    _refused(cli(["report", "llama3.2-1b", "--format", "html"]), "format: unknown 'html' (known: latex, markdown)")

@@ -227,8 +227,8 @@ def test_cli_errors_are_one_line_and_leave_files_alone(tiny, cli, tmp_path):
              (["plot", "memory", tiny, "--contexts", "64", "-o", out], "symllm: error: contexts:"),
              (["plot", "memory", tiny, "--lora-rank", "8", "-o", out], "symllm: error: lora_rank: not drawn"),
              (["plot", "context", tiny, "-o", tmp_path / "missing" / "c.png"], "symllm: error: output:"),
-             (["plot", "context", tiny, "--format", "gif", "-o", out], "symllm: error: argument --format: invalid "
-                                                                        "choice: 'gif' (choose from 'png', 'svg', 'pdf', 'tex')")]
+             (["plot", "context", tiny, "--format", "gif", "-o", out],
+              "symllm: error: format: unknown 'gif' (known: png, svg, pdf, tex)\n")]
     for argv, start in cases:
         r = cli(argv)
         assert r.code == 2 and r.err.startswith(start) and r.err.count("\n") == 1, (argv, r.err)

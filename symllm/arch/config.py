@@ -246,6 +246,12 @@ class ModelConfig:
     #: the positions the model was trained for (HF ``max_position_embeddings``; a Meta preset's published window;
     #: None: not stated). No effect on counts: a context past it is flagged, never refused (RoPE scaling runs past it)
     max_positions: int | None = None
+    #: the RoPE scaling the config states (its rope_type: llama3, yarn, longrope, linear, ...; a Meta params.json's
+    #: use_scaled_rope is llama3; None: none) and the positions it reaches where more than max_positions (yarn's
+    #: original_max_position_embeddings x factor). No effect on counts: a context past them is flagged
+    #: (symllm.costs.checks.past_window) as past what the config already scales to
+    rope_scaling: str | None = None
+    scaled_positions: int | None = None
     #: a name for reports
     name: str = "custom"
     #: which of n_kv_heads / head_dim were derived rather than given (replace() derives them again)
@@ -272,11 +278,14 @@ class ModelConfig:
         for field in ("norm_eps", "rope_theta"):
             put(field, _positive_float(field, getattr(self, field)))
         put("max_positions", _positive_int("max_positions", self.max_positions, optional=True))
+        put("scaled_positions", _positive_int("scaled_positions", self.scaled_positions, optional=True))
+        if self.rope_scaling is not None and not isinstance(self.rope_scaling, str):
+            raise SymllmError(f"rope_scaling: expected a RoPE type name, got {_short(self.rope_scaling)}")
         booleans(self)  # every field declared bool (the MoE's, the recurrent layers' too): no list to extend
         choice("qk_norm", self.qk_norm, QK_NORMS)
         if self.kv_dtype is not None:
-            from symllm.arch.dtypes import DTYPES
-            choice("kv_dtype", self.kv_dtype, DTYPES)
+            from symllm.arch.dtypes import named
+            put("kv_dtype", named("kv_dtype", self.kv_dtype))  # any spelling: float8_e4m3fn is fp8
         choice("norms", self.norms, NORM_PLACES)
         if self.norms == "parallel" and self.n_experts is not None:  # no family has one; saved is a dense block's
             raise SymllmError("norms: a parallel block with a mixture of experts is not modelled")

@@ -98,6 +98,7 @@ def from_meta(raw: dict, *, vocab_size: int | None = None, name: str = "custom")
         tie_embeddings=raw.get("tie_word_embeddings", False),
         norm_eps=raw.get("norm_eps", 1e-5),
         rope_theta=raw.get("rope_theta", 10000.0),
+        rope_scaling="llama3" if raw.get("use_scaled_rope") else None,  # llama-models' apply_scaling: Llama 3's
         name=name,
     )
 

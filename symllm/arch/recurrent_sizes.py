@@ -14,11 +14,12 @@ symllm.errors.SymllmError: linear_value_heads: 3 is not a multiple of the 2 key 
 """
 from __future__ import annotations
 
+from symllm.arch.dtypes import TORCH_NAMES, canonical
 from symllm.errors import SymllmError
 from symllm.validate import positive_int, short, stated_with
 
 __all__ = ["check_recurrent", "CONV_STATE_DROPS", "conv_state_columns", "conv_state_bytes", "mamba_conv_channels",
-           "deltanet_conv_channels", "SSM_STATE_DTYPES", "HF_STATE_DTYPES", "stated_state_dtype", "ssm_state_dtype"]
+           "deltanet_conv_channels", "SSM_STATE_DTYPES", "STATE_DTYPES", "stated_state_dtype", "ssm_state_dtype"]
 
 #: The columns of a short causal convolution's input that one sequence's cache keeps, fewer than the kernel's
 #: ``conv_kernel`` (``K_c``), by whose cache keeps them:
@@ -51,12 +52,13 @@ CONV_STATE_DROPS = {"transformers": 0, "vllm": 1}
 #:   no hook (``Qwen3NextForCausalLM.get_mamba_state_dtype_from_config`` passes ``"auto"``): the model's dtype.
 #:   What ``count --serve`` allocates a sequence under a vLLM engine (:mod:`symllm.costs.serving`).
 SSM_STATE_DTYPES = {"transformers": "fp32", "vllm": None}
-#: the dtype names a config.json states (``mamba_ssm_cache_dtype``, ``mamba_ssm_dtype``) -> symllm's
-HF_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+#: the dtypes a config.json may state a recurrent state in (``mamba_ssm_cache_dtype``, ``mamba_ssm_dtype``: torch's
+#: names, symllm.arch.dtypes.TORCH_NAMES)
+STATE_DTYPES = ("fp32", "bf16", "fp16")
 
 
 def stated_state_dtype(raw: dict, key: str, default: str | None = None) -> str | None:
-    """The recurrent state's dtype a config.json states under ``key`` (:data:`HF_STATE_DTYPES`), or ``default``
+    """The recurrent state's dtype a config.json states under ``key`` (:data:`STATE_DTYPES`), or ``default``
     where absent; another value refused in one line.
 
     >>> stated_state_dtype({"mamba_ssm_dtype": "float32"}, "mamba_ssm_dtype"), stated_state_dtype({}, "k", "float32")
@@ -69,9 +71,11 @@ def stated_state_dtype(raw: dict, key: str, default: str | None = None) -> str |
     value = raw.get(key, default)
     if value is None:
         return None
-    if not isinstance(value, str) or value not in HF_STATE_DTYPES:
-        raise SymllmError(f"{key}: {short(value)} is not modelled (known: {', '.join(HF_STATE_DTYPES)})")
-    return HF_STATE_DTYPES[value]
+    name = canonical(value)
+    if name not in STATE_DTYPES:
+        known = ", ".join(TORCH_NAMES[k] for k in STATE_DTYPES)
+        raise SymllmError(f"{key}: {short(value)} is not modelled (known: {known})")
+    return name
 
 
 def ssm_state_dtype(cache: str, stated: str | None, activations: str) -> str:
@@ -139,9 +143,8 @@ def check_recurrent(config, put) -> None:
                 "has a short convolution")
     _check_mamba(config, put, mamba)
     if config.ssm_dtype is not None:  # the state's dtype a config states (SSM_STATE_DTYPES)
-        known = tuple(HF_STATE_DTYPES.values())
-        if not isinstance(config.ssm_dtype, str) or config.ssm_dtype not in known:
-            raise SymllmError(f"ssm_dtype: unknown {short(config.ssm_dtype)} (known: {', '.join(known)})")
+        if not isinstance(config.ssm_dtype, str) or config.ssm_dtype not in STATE_DTYPES:
+            raise SymllmError(f"ssm_dtype: unknown {short(config.ssm_dtype)} (known: {', '.join(STATE_DTYPES)})")
         if not (linear or mamba):
             raise SymllmError(f"ssm_dtype: {config.ssm_dtype} given but no layer has a recurrent state")
     if linear and config.linear_value_heads % config.linear_key_heads:

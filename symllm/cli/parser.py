@@ -171,7 +171,7 @@ class _Parser(argparse.ArgumentParser):
         command = getattr(self, "command", None) or self.prog.split()[-1]  # the main parser's, or a subcommand's
         message = _hint(self, command, message, getattr(self, "given", None))
         choices = re.fullmatch(r"argument (?:\S+/)?-*(\S+): invalid choice: (.*) \(choose from (.*)\)", message)
-        if len(message) > room and choices:  # the house style of validate.choice: whole, or pointed to
+        if choices:  # the house style of validate.choice: whole, or pointed to
             # a positional's metavar (COMMAND, KIND) in the lower case of every other field's name
             field, value = choices[1].replace("-", "_").lower(), (choices[2] if len(choices[2]) <= 22
                                                           else choices[2][:19] + "...")

@@ -34,14 +34,13 @@ from __future__ import annotations
 from math import ceil
 from pathlib import Path
 
+from symllm.arch.dtypes import SAFETENSORS_NAMES, canonical
 from symllm.costs.headers import read
 from symllm.errors import SymllmError
 from symllm.validate import short, with_list
 
 __all__ = ["HF_NAMES", "QUANTIZED", "config_of", "expected", "difference", "weight_format", "check"]
 
-#: config.json's ``torch_dtype`` -> the safetensors dtype transformers saves
-_TORCH_DTYPES = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64"}
 #: GGUF ``general.architecture`` -> the HF ``model_type`` its metadata is read as (llama.cpp's LLM_ARCH names)
 _GGUF_ARCHS = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3moe": "qwen3_moe"}
 #: llama.cpp's ``general.file_type`` (``enum llama_ftype``) -> the file types symllm models
@@ -136,7 +135,7 @@ def weight_format(ckpt: dict) -> str | None:
         from symllm.arch import quantization
         return quantization.read(q)[0]
     dtype = _dtype(ckpt["config"])
-    return {"BF16": "bf16", "F16": "fp16", "F32": "fp32"}.get(dtype)
+    return dtype if dtype != "fp64" else None
 
 
 def unmodelled(q: dict) -> str | None:
@@ -174,9 +173,11 @@ def static_inputs(q: dict | None) -> bool:
 
 
 def _dtype(raw) -> str | None:
+    """The float dtype a config.json's ``torch_dtype`` (``dtype``) states, symllm's name (transformers saves the
+    tensors in it: symllm.arch.dtypes.SAFETENSORS_NAMES); None where it states none of them."""
     raw = raw or {}
-    name = raw.get("torch_dtype") or raw.get("dtype")
-    return _TORCH_DTYPES.get(name) if isinstance(name, str) else None
+    name = canonical(raw.get("torch_dtype") or raw.get("dtype"))
+    return name if isinstance(name, str) and name in SAFETENSORS_NAMES else None
 
 
 def _hf_name(t: dict, layer: int | None, expert: int | None, model_type: str, param: str | None = None,
@@ -490,7 +491,7 @@ def check(model) -> dict:
     else:
         raw = ckpt["config"] or {}
         q = raw.get("quantization_config")
-        dtype = _dtype(raw)
+        dtype = SAFETENSORS_NAMES.get(_dtype(raw))
         if q is not None and unmodelled(q) is not None:
             raise SymllmError(f"checkpoint: {unmodelled(q)} (docs: checkpoints)")
         from symllm.arch.quantization import split_group

@@ -509,26 +509,36 @@ def check(model, work) -> None:
 
 
 def past_window(model, tokens: int) -> int | None:
-    """The positions ``model`` (any config; a bare component tree knows none) was trained for when
-    ``tokens`` is past them, else None.
+    """The positions ``model`` (any config; a bare component tree knows none) runs to when ``tokens`` is past
+    them, else None: those it was trained for, or where its config states RoPE scaling, those the scaling reaches
+    (its ``scaled_positions`` where more: :func:`symllm.arch.families.hf.rope_scaling`).
 
     >>> past_window("llama3.1-8b", 131073), past_window("llama3.1-8b", 131072)
     (131072, None)
     """
+    config = _config(model)
+    stated = [w for w in (getattr(config, k, None) for k in ("max_positions", "scaled_positions")) if w is not None]
+    window = max(stated, default=None)  # (a component tree states none)
+    return window if window is not None and tokens > window else None
+
+
+def _config(model):
     if isinstance(model, (str, dict, os.PathLike)):  # a preset name, a config dict or a path (a Spec or a
         from symllm.arch.catalogue import resolve    # ModelConfig as it is; the reader loads no SymPy)
         model = resolve(model)
-    window = getattr(getattr(model, "config", model), "max_positions", None)  # (a component tree has none)
-    return window if window is not None and tokens > window else None
+    return getattr(model, "config", model)
 
 
 def warn_past_window(model, tokens: int) -> None:
     """Warn (:class:`~symllm.errors.ContextWarning`, one line) when ``tokens`` (a workload's ``seq + gen``; a
-    sweep's largest) is past the positions the model was trained for: flagged, not refused (RoPE scaling
-    runs a model past them). ``count``, ``plan``, ``sweep`` and :func:`symllm.workload` ask it."""
+    sweep's largest) is past the positions the model runs to (:func:`past_window`): flagged, not refused. Past
+    the trained positions of a config that states no RoPE scaling, scaling can run it; past those a config's
+    RoPE scaling reaches, the line says so. ``count``, ``plan``, ``sweep`` and :func:`symllm.workload` ask it."""
     window = past_window(model, tokens)
     if window is not None:
         import warnings
         from symllm.errors import ContextWarning
-        warnings.warn(ContextWarning(f"seq + gen: {tokens:,} > {window:,} trained positions "
-                                     "(counted: RoPE scaling can run it)"), stacklevel=3)
+        scaling = getattr(_config(model), "rope_scaling", None)
+        warnings.warn(ContextWarning(f"seq + gen: {tokens:,} > {window:,} " + (
+            f"positions its RoPE scaling ({scaling}) reaches (counted)" if scaling else
+            "trained positions (counted: RoPE scaling can run it)")), stacklevel=3)

@@ -28,7 +28,7 @@ from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
 from symllm.costs.collectives import engine_shape
 from symllm.costs.engine_memory import FLASH_ATTN, rule as engine_rule
 from symllm.costs import expert_layout, tp_overlap, weight_formats
-from symllm.arch.dtypes import DTYPES, OPTIMIZERS, dtype_bytes  # (bytes per element: the one table)
+from symllm.arch.dtypes import COMPUTE_DTYPES, DTYPES, OPTIMIZERS, dtype_bytes, named  # (the one table)
 from symllm.errors import OptionWarning, SymllmError
 from symllm.validate import boolean, choice, integer, positive_number, short, with_list, zero_stage
 
@@ -133,7 +133,8 @@ def _opt(default, help_: str, **kw):
     return field(default=default, metadata={"option": Option(help_, **kw)})
 
 
-_DTYPE_HELP = f"weights dtype: {', '.join(DTYPES)}; int4 adds one fp16 scale per --group-size weights"
+_DTYPE_HELP = (f"weights dtype: {', '.join(DTYPES)} (or torch's names, as config.json's torch_dtype: bfloat16, "
+               "float16, ...); int4 adds one fp16 scale per --group-size weights")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,27 +308,21 @@ class Workload:
         if self.tp_overlap is not None and boolean("tp_overlap", self.tp_overlap):
             tp_overlap.check(self.engine)
         put("expert_tp", expert_layout.check(self))  # the engine's expert-parallel layout, or its refusal
-        for key in ("dtype", "kv_dtype", "act_dtype", "compute_dtype"):  # any case: BF16 is bf16
-            value = getattr(self, key)
-            if isinstance(value, str) and value.strip().casefold() in DTYPES:  # else refused as given
-                put(key, value.strip().casefold())
-        choice("dtype", self.dtype, DTYPES)
+        for key in ("dtype", "kv_dtype", "act_dtype", "compute_dtype"):  # any spelling: bfloat16, BF16 are bf16
+            if getattr(self, key) is not None or key == "dtype":
+                put(key, named(key, getattr(self, key), COMPUTE_DTYPES if key == "compute_dtype" else DTYPES))
         # one default for the activations and the KV cache that holds them: the model's dtype, whatever the weights'
         # quantization (vLLM's CacheConfig.cache_dtype "auto": "will use model data type", vllm/config/cache.py at
         # 002f10e, read 2026-11-29; llama.cpp's f16 cache, TensorRT-LLM's and lmdeploy's unless a KV dtype is set)
         natural = self.dtype if self.dtype in _FLOAT_DTYPES else "bf16"
         put("kv_dtype", natural if self.kv_dtype is None else self.kv_dtype)
-        choice("kv_dtype", self.kv_dtype, DTYPES)
         put("act_dtype", natural if self.act_dtype is None else self.act_dtype)
-        choice("act_dtype", self.act_dtype, DTYPES)
         if self.lora_rank is not None:
             integer("lora_rank", self.lora_rank)
         put("lora_targets", lora_targets(self.lora_targets))
         boolean("qlora", self.qlora)
         if self.qlora and self.lora_rank is None:
             raise SymllmError("qlora: QLoRA trains LoRA adapters; give lora_rank (--lora-rank) too")
-        if self.compute_dtype is not None:
-            choice("compute_dtype", self.compute_dtype, ("bf16", "fp16", "fp8"))
         integer("micro_batches", self.micro_batches)
         from symllm.costs import figures, schedules  # read on first use (no SymPy)
         choice("schedule", self.schedule, schedules.SCHEDULES)

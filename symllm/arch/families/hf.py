@@ -338,6 +338,33 @@ def rotary_factor(raw: dict, default: float):
     return value
 
 
+def rope_scaling(raw: dict) -> dict:
+    """The RoPE scaling a config.json states (``rope_scaling``, or transformers 5's ``rope_parameters``: its
+    ``rope_type``, ``type`` before; ``default``: none) and the positions it reaches where they are more than
+    ``max_position_embeddings``: ``original_max_position_embeddings`` x ``factor`` (YaRN's window, as vLLM derives
+    max_model_len for yarn in _get_and_verify_max_len, read 2026-11-29; Llama 3's llama3 and
+    Phi-3's longrope reach max_position_embeddings itself, 8,192 x 8 < 131,072).
+
+    >>> rope_scaling({"max_position_embeddings": 32768, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+    ...               "original_max_position_embeddings": 32768}})
+    {'rope_scaling': 'yarn', 'scaled_positions': 131072}
+    >>> rope_scaling({"rope_scaling": {"type": "linear", "factor": 2.0}}), rope_scaling({})
+    ({'rope_scaling': 'linear'}, {})
+    """
+    rope = raw.get("rope_scaling") or raw.get("rope_parameters")
+    kind = (rope.get("rope_type") or rope.get("type")) if isinstance(rope, dict) else None
+    if not isinstance(kind, str) or kind == "default":
+        return {}
+    out = {"rope_scaling": kind}
+    original, factor, window = rope.get("original_max_position_embeddings"), rope.get("factor"), \
+        raw.get("max_position_embeddings")
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (original, factor)):
+        reach = int(original * factor)
+        if not isinstance(window, int) or reach > window:
+            out["scaled_positions"] = reach
+    return out
+
+
 def groups(kinds) -> dict:
     """The ModelConfig field of a family's per-layer kinds (one :class:`~symllm.arch.layers.LayerKind` per
     layer, in order): ``layers``, the kinds as runs of consecutive identical layers, which
@@ -487,7 +514,7 @@ def _fields(raw: dict, family: Family) -> dict:
                qkv_bias=family.qkv_bias, qk_norm=family.qk_norm,
                activation=family.activation[1][raw.get(family.activation[0], next(iter(family.activation[1])))],
                norm_eps=raw.get("rms_norm_eps", 1e-6), rope_theta=theta,
-               max_positions=raw.get("max_position_embeddings"))
+               max_positions=raw.get("max_position_embeddings"), **rope_scaling(raw))
     for key in family.reads:
         out[key] = flag(raw, key, family.defaults.get(key, False))
     out.update(family.fields(raw, L))
