@@ -335,7 +335,7 @@ def test_llama_cpp_runs_a_quantized_cache_with_flash_attn():
 
 @pytest.mark.parametrize("option,value,line", [
     ("ubatch", 256, "ubatch: got 256; vllm has no micro-batch option (llama.cpp's -ub, n_ubatch)"),
-    ("flash_attn", "on", "flash_attn: got 'on'; gpt-fast has no micro-batch option (llama.cpp's -fa, flash_attn)"),
+    ("flash_attn", "on", "flash_attn: got 'on'; gpt-fast has no FlashAttention option (llama.cpp's -fa, flash_attn)"),
 ])
 def test_micro_batch_options_apply_to_llama_cpp_only(option, value, line):
     engine = "vllm" if option == "ubatch" else "gpt-fast"

@@ -25,28 +25,19 @@ the 4 ranks with the heads.
 """
 import json
 import math
-import os
 import re
-import subprocess
-import sys
-from fractions import Fraction
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-import symllm
 from symllm.costs import serving
 from symllm.errors import SymllmError
 from symllm.studies import plans
 
+from .test_one_answer import _number
+from .test_startup import _python
 
-ROOT = Path(symllm.__file__).resolve().parent.parent
 
-
-def _number(value):
-    """A JSON number, or a fraction printed as "p/q", as an exact number."""
-    return Fraction(value) if isinstance(value, str) else value
 
 
 #: Llama-3.1-8B on one H100 at 1,000 + 100 tokens; Qwen3-Next on 4 H200s at 1,000 tokens
@@ -166,8 +157,4 @@ def test_serving_refuses_without_sympy(tmp_path):
             "try:\n    serving.capacity('llama3.1-8b', gpu='h100-sxm', engine='trtllm', kv_format='nvfp4')\n"
             "except SymllmError as e:\n    print(e)\n"
             "print(sorted(m for m in ('sympy', 'symllm.arch.components') if m in sys.modules))")
-    env = {**os.environ, "SYMLLM_CACHE_DIR": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["kv_format: nvfp4 under trtllm: h100-sxm is sm 9.0; it needs sm 10", "[]"]
+    assert _python(code, tmp_path).splitlines() == ["kv_format: nvfp4 under trtllm: h100-sxm is sm 9.0; it needs sm 10", "[]"]

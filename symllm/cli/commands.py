@@ -356,7 +356,7 @@ def cmd_plan(args) -> int:
     overlap = ""
     if result.training and any(r.get("sp") and "expected" in r for r in result.rows) and _overlapped(
             {**result.workload, "tp": 2, "sp": True}):
-        overlap = overlap_words({"tp_overlap": result.tp_overlap} if result.tp_overlap else None)
+        overlap = overlap_words({"tp_overlap": result.tp_overlap})
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
     if result.training and not result.rows:  # nothing fits: how many of the card would

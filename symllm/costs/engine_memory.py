@@ -101,8 +101,9 @@ def micro_batch(r: dict, conventions: dict, ubatch=None, flash_attn=None, kv_for
     if own.get("tokens") in (None, "prompt"):  # no micro-batch: the options do not apply
         for key, value in (("ubatch", ubatch), ("flash_attn", flash_attn)):
             if value is not None:
-                raise SymllmError(f"{key}: got {value!r}; {r['name']} has no micro-batch option (llama.cpp's "
-                                  f"{'-ub, n_ubatch' if key == 'ubatch' else '-fa, flash_attn'})")
+                what = "micro-batch option (llama.cpp's -ub, n_ubatch" if key == "ubatch" else \
+                    "FlashAttention option (llama.cpp's -fa, flash_attn"
+                raise SymllmError(f"{key}: got {value!r}; {r['name']} has no {what})")
         return r
     size = int(conventions[own["tokens"]]) if ubatch is None else integer("ubatch", ubatch)
     needs = bool(own.get("quantized_v_needs_flash_attn")) and kv_format is not None and kv_format not in BYTES

@@ -104,7 +104,7 @@ def check(work) -> str:
         if work.expert_tp == "tp_x_dp" and spread != "tp_x_dp":
             raise SymllmError("expert_tp: tp_x_dp; only vLLM spreads the experts over --tp x --dp ranks, at --dp "
                               "above 1 without expert parallelism (--engine vllm --dp D --ep 1)")
-        return spread if spread and (work.expert_tp == spread or "expert_tp" in work.derived) else work.expert_tp
+        return spread if spread and "expert_tp" in work.derived else work.expert_tp
     ranks = work.tp * work.dp
     if work.ep != ranks:
         raise SymllmError(f"ep: {work.ep}; {work.engine}'s expert parallelism (--enable-expert-parallel) spans --tp x "
