@@ -423,3 +423,11 @@ def test_an_unknown_format_is_the_house_line_not_argparse_s(cli):
     """report --format html read "argument --format: invalid choice: 'html' (choose from 'latex', 'markdown')",
     argparse's wording, where a short list fit the line; every other refusal names the field and what it knows."""
     _refused(cli(["report", "llama3.2-1b", "--format", "html"]), "format: unknown 'html' (known: latex, markdown)")
+
+
+def test_derive_with_an_empty_extra_argument_is_one_line(cli):
+    """An empty extra word (`derive ... ''`, what Hypothesis's fuzz drew) is argparse's unrecognized argument, in
+    one line and exit 2: the hint for a model given without --model read its first word, and there is none."""
+    r = cli(["derive", "--component", "attention", "--quantity", "flops", ""])
+    assert r.code == 2 and r.err.startswith("symllm: error: unrecognized arguments") and r.err.count("\n") == 1
+    assert "Traceback" not in r.err and "--model" not in r.err

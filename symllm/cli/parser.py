@@ -144,7 +144,7 @@ def _hint(parser: argparse.ArgumentParser, command: str | None, message: str, ar
     one = _gpus_words(argv, unknown[1].split()) if unknown and hint is None else None
     if one:
         hint = f"--gpus is one word, N x GPU: --gpus {one}"
-    elif unknown and hint is None and command == "derive" and not unknown[1].startswith("-"):
+    elif unknown and hint is None and command == "derive" and unknown[1].split() and not unknown[1].startswith("-"):
         hint = f"derive takes a model as --model {unknown[1].split()[0]}"  # the others' first word
     if hint is None and unknown and typed:
         sub = next((a.choices.get(command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
