@@ -82,8 +82,8 @@ def closed_forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str
     (:func:`symllm.costs.phases.stage_memory`), and its times' terms (:func:`symllm.costs.hardware.stage_times`;
     ``training``: the step's FLOPs per stage and the bytes sent, :func:`symllm.costs.parallel.comm`, as the training
     engine's ``columns`` run it: :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one
-    byte; serving: a decode step's FLOPs, bytes and tensor-parallel bytes, what a stage holds and, of it, its ``states``:
-    the state cache as transformers holds it, which an engine may hold in its own layout).
+    byte; serving: a decode step's FLOPs, bytes and tensor-parallel bytes, what a stage holds and, of it, its
+    ``states``: the state cache as transformers holds it, which an engine may hold in its own layout).
 
     >>> from symllm.arch import resolved
     >>> from symllm.costs.workloads import Workload

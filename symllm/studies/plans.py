@@ -512,8 +512,8 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     a layout it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
     each row's per-GPU peak set (in place) to the engine's (:func:`symllm.studies.served.engine_peak`: the weights
     and cache of the batch's ``s + n`` tokens, each sequence's state at the size its capacity counts (a hybrid's
-    ``state_bytes_per_sequence``: vLLM's own state layout, not transformers'), a decode step's working set at the decode point or the profiled
-    prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
+    ``state_bytes_per_sequence``: vLLM's own state layout, not transformers'), a decode step's working set at the
+    decode point or the profiled prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
     :func:`symllm.studies.served.decode_point`). Returns the rows' mask and the most sequences each row's replica
     holds. ``serve``: serving's options (count --serve's); ``experts``: each row's routed experts (:func:`_experts`)."""
     n = len(cols["tp"])
