@@ -238,6 +238,26 @@ def test_each_served_layouts_row_is_count_serves_answer_at_it(cli):
             assert r["load"][k] == load[k], (r["tp"], r["pp"], k)
 
 
+def test_a_rows_load_says_one_replicas_output_and_all_replicas(cli):
+    """plan --json's ``load.output_tokens_per_s`` is one replica's (count --serve --concurrency B's at the layout)
+    while the row's ``tokens_per_s`` and the text's out/s are all replicas': the row of tp 1 dp 2 on 2 H100s
+    (Llama-3.1-8B, 1,000 + 100 tokens, 64 a replica) says both, its ``replicas`` (2) and
+    ``output_tokens_per_s_all_replicas`` = 2 x count's one replica, expected and bound, and the text's out/s is
+    that all-replica figure."""
+    work = ["--seq", "1000", "--gen", "100"]
+    argv = ["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--concurrency", "64", *work]
+    row = next(r for r in json.loads(cli([*argv, "--json"]).out)["rows"] if r["dp"] == 2)
+    one = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work, "--dp", "2",
+                          "--concurrency", str(row["batch"])]).out)["serving"]["load"]
+    x = row["load"]
+    assert x["replicas"] == 2 and x["output_tokens_per_s"] == one["output_tokens_per_s"]
+    assert math.isclose(x["output_tokens_per_s_all_replicas"], 2 * one["output_tokens_per_s"], rel_tol=1e-12)
+    assert math.isclose(x["bound"]["output_tokens_per_s_all_replicas"], 2 * one["bound"]["output_tokens_per_s"],
+                        rel_tol=1e-12)
+    line = next(t.split() for t in cli(argv).out.splitlines() if t.split()[1:4] == ["1", "1", "2"])
+    assert line[-1] == f"{x['output_tokens_per_s_all_replicas']:,.0f}"
+
+
 def test_a_training_plan_refuses_a_concurrency_from_python_as_from_the_command_line(cli):
     """symllm.plan(..., training=True, concurrency=5) silently ignored the concurrency (the CLI refused it, its own
     copy of the rule); plan() refuses it now, with the line the command line prints (exit 2)."""

@@ -144,7 +144,7 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
                                    sig4(e["decode_token_s"] * 1000) if e else "-", figure(r["tokens_per_s"], ",.0f"),
                                    figure(e["tokens_per_s"], ",.0f") if e else "-"]
                             + ([sig4(x["ttft_s"] * 1000), _itl_ms(x),
-                                figure(r["dp"] * x["output_tokens_per_s"], ",.0f")]
+                                figure(x["output_tokens_per_s_all_replicas"], ",.0f")]
                                if x else ["-"] * 3 if load else []))
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
