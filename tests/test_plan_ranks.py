@@ -258,6 +258,27 @@ def test_a_rows_load_says_one_replicas_output_and_all_replicas(cli):
     assert line[-1] == f"{x['output_tokens_per_s_all_replicas']:,.0f}"
 
 
+def test_a_lora_plan_says_its_step_counts_full_fine_tunings_flops(cli):
+    """plan --train --lora-rank timed each step at full fine-tuning's FLOPs (the frozen weights' gradients kept) and
+    did not say so, where count does. It now prints count's line, word for word (hardware.LORA_STEP, one source),
+    and its --json names it; what the line says holds: a LoRA row's bound step is the full fine-tuning row's at the
+    same layout and micro-batch split (Llama-3.1-8B on 2 H100s, ZeRO 3, full recomputation: a layout both fit)."""
+    lora = ["--lora-rank", "16"]
+    said = [t for t in " ".join(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", *lora]).out.split()).split(". ")
+            if t.startswith("LoRA: the training step counts")]
+    assert len(said) == 1 and "full fine-tuning's FLOPs" in said[0]
+    argv = ["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]
+    assert said[0] in " ".join(cli([*argv, *lora]).out.split())
+    assert "LoRA: the training step counts" not in cli(argv).out
+    assert json.loads(cli([*argv, *lora, "--json"]).out)["training_step"].startswith("full fine-tuning's FLOPs")
+    keys = ("tp", "pp", "dp", "sp", "zero", "recompute", "batch", "accum")
+    full = {tuple(r[k] for k in keys): r for r in plans.plan("llama3.1-8b", 2, "h100-sxm", training=True).rows}
+    adapted = {tuple(r[k] for k in keys): r for r in plans.plan("llama3.1-8b", 2, "h100-sxm", training=True,
+                                                                  lora_rank=16).rows}
+    both = set(full) & set(adapted)
+    assert both and all(full[k]["step_s"] == adapted[k]["step_s"] for k in both)
+
+
 def test_a_training_plan_refuses_a_concurrency_from_python_as_from_the_command_line(cli):
     """symllm.plan(..., training=True, concurrency=5) silently ignored the concurrency (the CLI refused it, its own
     copy of the rule); plan() refuses it now, with the line the command line prints (exit 2)."""

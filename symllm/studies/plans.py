@@ -268,6 +268,16 @@ class Plan:
         """What a layout's fit assumes: the per-GPU training or inference peak's clause."""
         return hardware.ASSUMES["training_fits" if self.training else "fits"]
 
+    @property
+    def training_step(self) -> str | None:
+        """What a LoRA plan's training step counts (:data:`symllm.costs.hardware.LORA_STEP`, count's
+        ``time.assumes.training_step``); None for any other plan.
+
+        >>> Plan("m", "h100-sxm", 8, True, 0, workload={"lora_rank": 16}).training_step.split(" (")[0]
+        "full fine-tuning's FLOPs"
+        """
+        return hardware.LORA_STEP if self.training and self.workload.get("lora_rank") else None
+
     def to_dict(self, top: int | None = None) -> dict:
         """JSON-ready: the first ``top`` rows (all by default), the drop counts, what the fit verdict
         assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
@@ -278,6 +288,7 @@ class Plan:
                 **({"sequences": self.sequences} if self.sequences else {}),
                 **({"unserved": self.unserved} if self.unserved else {}),
                 **({"serve": self.serve} if self.serve else {}),
+                **({"training_step": self.training_step} if self.training_step else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
