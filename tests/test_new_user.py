@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from symllm.studies import plans
+
 
 def _refused(r, line: str) -> None:
     assert "Traceback" not in r.err, r.err
@@ -126,6 +128,37 @@ def test_a_training_plan_none_fits_says_how_many_would(cli):
     rows = cli(["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]).out.splitlines()
     assert any(line.split()[1:6] == ["1", "1", "2", "no", "3"] for line in rows), rows
     assert "No layout" not in " ".join(rows)
+
+
+#: Llama-3.1-405B's parameters from its config.json (126 layers of width 16,384, FFN 53,248, 128 query and 8 KV
+#: heads of 128, vocabulary 128,256, untied): each layer 2 x 16,384^2 + 2 x 16,384 x 1,024 (attention) + 3 x 16,384
+#: x 53,248 (MLP) + 2 x 16,384 (norms), the embedding and head 2 x 128,256 x 16,384, the final norm 16,384
+PARAMS_405B = 126 * (2 * 16384**2 + 2 * 16384 * 1024 + 3 * 16384 * 53248 + 2 * 16384) + 2 * 128256 * 16384 + 16384
+
+
+@pytest.mark.parametrize("gpus", ["8xh100-sxm", "4xrtx4090"])
+def test_a_serving_plan_none_fits_says_the_weights_exceed_the_cards(cli, gpus):
+    """plan llama3.1-405b on 8 H100s or 4 RTX 4090s: no layout serves a sequence, and the plan said only "more
+    sequences than vllm's KV cache holds". It now says, as the training plan does, why and what would: the bf16
+    weights alone, 2 x 405,853,388,800 bytes = 755.96 GiB, exceed 8 x 80 GiB = 640 GiB (4 x 24 GiB = 96 GiB); the
+    fewest H100s that serve it (at least 756 / 80 = 9.45, so 10: the plan on that many keeps a row, one fewer
+    none), and a weight format that serves it on 8 (plan on 8 in it keeps a row). On 4 RTX 4090s none does: 4-bit
+    weights alone are over 405.85e9 / 2 bytes = 189 GiB."""
+    assert PARAMS_405B == 405_853_388_800
+    count, gpu = gpus.split("x", 1)
+    out = " ".join(cli(["plan", "llama3.1-405b", "--gpus", gpus]).out.split())
+    cards = int(count) * (80 if gpu == "h100-sxm" else 24)
+    assert (f"No layout of {count} x {gpu} serves a sequence: the weights alone, {2 * PARAMS_405B / 2**30:.2f} "
+            f"GiB, exceed the cards' {count} x {cards // int(count)}.00 GiB = {cards}.00 GiB.") in out
+    if gpu == "h100-sxm":
+        fewest = int(re.search(r"The fewest h100-sxm that serve it: (\d+) ", out).group(1))
+        assert fewest >= 10
+        assert plans.plan("llama3.1-405b", fewest, gpu).rows and not plans.plan("llama3.1-405b", fewest - 1, gpu).rows
+        name = re.search(r"On 8: --weight-format (\S+) ", out).group(1)
+        assert plans.plan("llama3.1-405b", 8, gpu, weight_format=name).rows
+    else:
+        assert PARAMS_405B / 2 > cards * 2**30
+        assert out.endswith("No weight format of fp8-block, awq serves it on 4.")
 
 
 def test_serving_sees_the_gpu_memory_given(cli):

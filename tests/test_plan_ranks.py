@@ -238,6 +238,47 @@ def test_each_served_layouts_row_is_count_serves_answer_at_it(cli):
             assert r["load"][k] == load[k], (r["tp"], r["pp"], k)
 
 
+def test_a_rows_load_says_one_replicas_output_and_all_replicas(cli):
+    """plan --json's ``load.output_tokens_per_s`` is one replica's (count --serve --concurrency B's at the layout)
+    while the row's ``tokens_per_s`` and the text's out/s are all replicas': the row of tp 1 dp 2 on 2 H100s
+    (Llama-3.1-8B, 1,000 + 100 tokens, 64 a replica) says both, its ``replicas`` (2) and
+    ``output_tokens_per_s_all_replicas`` = 2 x count's one replica, expected and bound, and the text's out/s is
+    that all-replica figure."""
+    work = ["--seq", "1000", "--gen", "100"]
+    argv = ["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--concurrency", "64", *work]
+    row = next(r for r in json.loads(cli([*argv, "--json"]).out)["rows"] if r["dp"] == 2)
+    one = json.loads(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", "--serve", "--json", *work, "--dp", "2",
+                          "--concurrency", str(row["batch"])]).out)["serving"]["load"]
+    x = row["load"]
+    assert x["replicas"] == 2 and x["output_tokens_per_s"] == one["output_tokens_per_s"]
+    assert math.isclose(x["output_tokens_per_s_all_replicas"], 2 * one["output_tokens_per_s"], rel_tol=1e-12)
+    assert math.isclose(x["bound"]["output_tokens_per_s_all_replicas"], 2 * one["bound"]["output_tokens_per_s"],
+                        rel_tol=1e-12)
+    line = next(t.split() for t in cli(argv).out.splitlines() if t.split()[1:4] == ["1", "1", "2"])
+    assert line[-1] == f"{x['output_tokens_per_s_all_replicas']:,.0f}"
+
+
+def test_a_lora_plan_says_its_step_counts_full_fine_tunings_flops(cli):
+    """plan --train --lora-rank timed each step at full fine-tuning's FLOPs (the frozen weights' gradients kept) and
+    did not say so, where count does. It now prints count's line, word for word (hardware.LORA_STEP, one source),
+    and its --json names it; what the line says holds: a LoRA row's bound step is the full fine-tuning row's at the
+    same layout and micro-batch split (Llama-3.1-8B on 2 H100s, ZeRO 3, full recomputation: a layout both fit)."""
+    lora = ["--lora-rank", "16"]
+    said = [t for t in " ".join(cli(["count", "llama3.1-8b", "--gpu", "h100-sxm", *lora]).out.split()).split(". ")
+            if t.startswith("LoRA: the training step counts")]
+    assert len(said) == 1 and "full fine-tuning's FLOPs" in said[0]
+    argv = ["plan", "llama3.1-8b", "--gpus", "2xh100-sxm", "--train", "--top", "50"]
+    assert said[0] in " ".join(cli([*argv, *lora]).out.split())
+    assert "LoRA: the training step counts" not in cli(argv).out
+    assert json.loads(cli([*argv, *lora, "--json"]).out)["training_step"].startswith("full fine-tuning's FLOPs")
+    keys = ("tp", "pp", "dp", "sp", "zero", "recompute", "batch", "accum")
+    full = {tuple(r[k] for k in keys): r for r in plans.plan("llama3.1-8b", 2, "h100-sxm", training=True).rows}
+    adapted = {tuple(r[k] for k in keys): r for r in plans.plan("llama3.1-8b", 2, "h100-sxm", training=True,
+                                                                  lora_rank=16).rows}
+    both = set(full) & set(adapted)
+    assert both and all(full[k]["step_s"] == adapted[k]["step_s"] for k in both)
+
+
 def test_a_training_plan_refuses_a_concurrency_from_python_as_from_the_command_line(cli):
     """symllm.plan(..., training=True, concurrency=5) silently ignored the concurrency (the CLI refused it, its own
     copy of the rule); plan() refuses it now, with the line the command line prints (exit 2)."""

@@ -109,11 +109,7 @@ def _plan(kind: str, engine: str, concurrency: int):
 
 
 @pytest.mark.parametrize("kind, engine", [
-    ("dense", "vllm"), ("dense", "sglang"), ("hybrid", "sglang"),
-    pytest.param("hybrid", "vllm", marks=pytest.mark.xfail(strict=True, reason=(
-        "plan holds each row at the formulas' state cache (transformers' layout: fp32 states, conv_kernel columns), "
-        "twice vLLM's bf16 states of conv_kernel - 1 columns, so its rows stop at 2,931 sequences where vLLM's "
-        "cache holds 3,892 (studies/plans.py _engine_rows, studies/served.py engine_peak)")))])
+    ("dense", "vllm"), ("dense", "sglang"), ("hybrid", "sglang"), ("hybrid", "vllm")])
 def test_plans_rows_go_up_to_what_the_engine_holds(kind, engine):
     """plan keeps every batch up to the sequences its engine's cache holds (serving.most_sequences, the test
     above's hand figure), held within the card: its largest row's batch is that number."""

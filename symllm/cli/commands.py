@@ -19,6 +19,7 @@ from symllm.present.format import grouped, grouped_bytes, human, human_bytes, la
 from symllm.costs.workloads import Workload, options as workload_options
 from symllm.cli.ignored import (HARDWARE, TIME_ONLY, TIMED_HARDWARE, TIMED_TRAINING, not_applying, warn_ignored,
                                  warn_untimed)
+from symllm.cli import nofit
 from symllm.cli.lines import (MEMORY_LABELS, SERVE, WIDTH, aligned_table, checkpoint_lines, natural_order, plan_lines,
                               serve_lines, time_lines, weight_table, wrap_text)
 
@@ -359,8 +360,9 @@ def cmd_plan(args) -> int:
         overlap = overlap_words({"tp_overlap": result.tp_overlap})
     for line in plan_lines(result, args.top or 10, overlap):
         print(line)
-    if result.training and not result.rows:  # nothing fits: how many of the card would
-        print(wrap_text(_fewest_words(config, count, gpu, given)))
+    if not result.rows:  # nothing fits: how many of the card would (serving: or in what weight format)
+        print(wrap_text(_fewest_words(config, count, gpu, given) if result.training
+                        else nofit.serving_words(result, config, given, _serve_options(args))))
     if config.weight_format is not None:  # a quantized config.json's format (symllm.arch.quantization)
         print(wrap_text(f"({_stated_format(config, given)})"))
     if config.kv_dtype is not None:  # its KV cache (kv_cache_scheme)

@@ -109,6 +109,16 @@ def _overlap_words(overlap: str) -> str:
     return f", the sp rows' tensor-parallel collectives overlapped with their GEMMs ({overlap})"
 
 
+def lora_step_line(counts: str) -> str:
+    """The line under count's and plan's LoRA times: what its training step ``counts``
+    (:data:`symllm.costs.hardware.LORA_STEP`).
+
+    >>> lora_step_line("full fine-tuning's FLOPs")
+    "LoRA: the training step counts full fine-tuning's FLOPs: its times and cost count that work too."
+    """
+    return wrap_text(f"LoRA: the training step counts {counts}: its times and cost count that work too.")
+
+
 def plan_lines(p, top: int, overlap: str = "") -> list[str]:
     """``plan``'s table from a :class:`symllm.studies.plans.Plan`: the best ``top`` layouts, the drop
     counts, ``overlap`` the words for what of a block the sp rows' expected steps overlap (count's; "" where
@@ -144,7 +154,7 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
                                    sig4(e["decode_token_s"] * 1000) if e else "-", figure(r["tokens_per_s"], ",.0f"),
                                    figure(e["tokens_per_s"], ",.0f") if e else "-"]
                             + ([sig4(x["ttft_s"] * 1000), _itl_ms(x),
-                                figure(r["dp"] * x["output_tokens_per_s"], ",.0f")]
+                                figure(x["output_tokens_per_s_all_replicas"], ",.0f")]
                                if x else ["-"] * 3 if load else []))
         head = ["#", "tp", "pp", "dp"] + (["ep"] if moe else [])
         head += (["sp", "zero", "recompute", "micro x acc", "peak/GPU", "step s", "exp. s", "MFU", "exp."]
@@ -192,6 +202,8 @@ def plan_lines(p, top: int, overlap: str = "") -> list[str]:
                         else "tokens/s = replicas x batch / decode step" + (
                             "; TTFT, ITL and output tokens/s (out/s, all replicas) expected under load at the "
                             "batch, count --serve --concurrency's (symllm.costs.traffic)." if load else "."))))
+    if p.training_step and p.rows:  # LoRA's FLOPs, as count says them
+        out.append(lora_step_line(p.training_step))
     return out
 
 
@@ -362,8 +374,7 @@ def time_lines(t: dict, w: dict, tp_layout: str | None = None, training_tp_layou
     out.append(wrap_text(f"Verdicts assume: inference peak: {a['fits']}; {trained}"
                          f"largest context: {a['max_context']}."))
     if "training_step" in a and not serves_only and t["training_fits"]:  # LoRA's FLOPs: not modelled yet
-        out.append(wrap_text(f"LoRA: the training step counts {a['training_step']}: its times and cost count that "
-                             "work too."))
+        out.append(lora_step_line(a["training_step"]))
     first = t["compute_bound_batch"]
     links = "; ".join(f"{k} over {v['topology']} ({v['bandwidth'] / 10 ** 9:g} GB/s one way)"
                       for k, v in t["links"].items())

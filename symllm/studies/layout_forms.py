@@ -82,13 +82,14 @@ def closed_forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str
     (:func:`symllm.costs.phases.stage_memory`), and its times' terms (:func:`symllm.costs.hardware.stage_times`;
     ``training``: the step's FLOPs per stage and the bytes sent, :func:`symllm.costs.parallel.comm`, as the training
     engine's ``columns`` run it: :func:`symllm.costs.collectives.column_parallel`, its ``float8`` all-gathers at one
-    byte; serving: a decode step's FLOPs, bytes and tensor-parallel bytes, and what a stage holds).
+    byte; serving: a decode step's FLOPs, bytes and tensor-parallel bytes, what a stage holds and, of it, its
+    ``states``: the state cache as transformers holds it, which an engine may hold in its own layout).
 
     >>> from symllm.arch import resolved
     >>> from symllm.costs.workloads import Workload
     >>> mdl = costs.model_of(resolved.spec("llama3.2-1b"), Workload())
     >>> sorted(closed_forms(mdl, "inference_peak", 0, False, False, "fused", False))
-    ['handoff', 'held', 'peaks', 'stages']
+    ['handoff', 'held', 'peaks', 'stages', 'states']
     """
     defs = dict(mdl.definitions)
     stages = parallel.stages(mdl, seq_par, experts)
@@ -107,5 +108,7 @@ def closed_forms(mdl, kind: str, zero: int, rec: bool, seq_par: bool, stack: str
                    handoff=terms["decode_handoff"],  # and what a stage holds beside its working set
                    held=tuple(substitute(sum(costs.stage_memory(stages, i, k) for k in ("weights", "kv_cache",
                                                                                        "state_cache")), defs)
-                              for i in range(len(stages))))
+                              for i in range(len(stages))),  # its state cache in transformers' layout, apart
+                   states=tuple(substitute(costs.stage_memory(stages, i, "state_cache"), defs)
+                                for i in range(len(stages))))
     return out

@@ -268,6 +268,16 @@ class Plan:
         """What a layout's fit assumes: the per-GPU training or inference peak's clause."""
         return hardware.ASSUMES["training_fits" if self.training else "fits"]
 
+    @property
+    def training_step(self) -> str | None:
+        """What a LoRA plan's training step counts (:data:`symllm.costs.hardware.LORA_STEP`, count's
+        ``time.assumes.training_step``); None for any other plan.
+
+        >>> Plan("m", "h100-sxm", 8, True, 0, workload={"lora_rank": 16}).training_step.split(" (")[0]
+        "full fine-tuning's FLOPs"
+        """
+        return hardware.LORA_STEP if self.training and self.workload.get("lora_rank") else None
+
     def to_dict(self, top: int | None = None) -> dict:
         """JSON-ready: the first ``top`` rows (all by default), the drop counts, what the fit verdict
         assumes (:data:`symllm.costs.hardware.ASSUMES`)."""
@@ -278,6 +288,7 @@ class Plan:
                 **({"sequences": self.sequences} if self.sequences else {}),
                 **({"unserved": self.unserved} if self.unserved else {}),
                 **({"serve": self.serve} if self.serve else {}),
+                **({"training_step": self.training_step} if self.training_step else {}),
                 "rows": self.rows[:top] if top else list(self.rows)}
 
 
@@ -511,13 +522,15 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     :func:`symllm.costs.serving.capacity` once per replica's layout (its most sequences in :attr:`Plan.sequences`;
     a layout it refuses in :attr:`Plan.unserved`, its rows left to the inference peak),
     each row's per-GPU peak set (in place) to the engine's (:func:`symllm.studies.served.engine_peak`: the weights
-    and cache of the batch's ``s + n`` tokens, a decode step's working set at the decode point or the profiled
-    prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
+    and cache of the batch's ``s + n`` tokens, each sequence's state at the size its capacity counts (a hybrid's
+    ``state_bytes_per_sequence``: vLLM's own state layout, not transformers'), a decode step's working set at the
+    decode point or the profiled prefill, non-torch memory; ``timed``: the layouts' values at the decode point,
     :func:`symllm.studies.served.decode_point`). Returns the rows' mask and the most sequences each row's replica
     holds. ``serve``: serving's options (count --serve's); ``experts``: each row's routed experts (:func:`_experts`)."""
     n = len(cols["tp"])
     served, held = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     beside = np.zeros(n, dtype=object), np.zeros(n, dtype=object)  # activation peak, non-torch memory
+    state = np.full(n, None, dtype=object)  # a sequence's state cache as the engine holds it (capacity's), if any
     layouts = np.stack([cols[k] for k in ranks.LAYOUT[False]], axis=1)
     caps, refused = served_by.capacities(spc.config, work, sorted(set(map(tuple, layouts.tolist()))), out.engine,
                                          evaluate, serve)  # a layout refused: the inference peak's rule
@@ -528,13 +541,19 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
         out.sequences[served_by.replica(*layout)] = held[at] = most_sequences(cap)
         served |= at
         beside[0][at], beside[1][at] = cap["activation_peak"], cap["non_torch"]
+        state[at] = cap.get("state_bytes_per_sequence")
     for laid in sorted(set(experts[served].tolist())):  # each expert layout's own forms
         at = served & (experts == laid)
         m = int(np.count_nonzero(at))
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}
         forms = closed_forms(mdl, "inference_peak", 0, False, False, work.stack, False, work.optimizer, laid,
                              column_parallel(work.engine))
-        whole = largest(forms["held"], {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}, m)
+        held_at = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        whole = largest(forms["held"], held_at, m)
+        own = np.array([x is not None for x in state[at].tolist()], dtype=bool)  # the engine's own state layout
+        if own.any():  # its weights and KV cache, and each sequence's state as its capacity counts it
+            bare = largest(tuple(h - st for h, st in zip(forms["held"], forms["states"])), held_at, m)
+            whole = np.where(own, bare + held_at["b"] * np.where(own, state[at], 0), whole)
         working = (largest(forms["peaks"], sub, m) - largest(forms["held"], sub, m)).tolist()  # one token a sequence
         fit_peak[at] = [served_by.engine_peak(*x) for x in zip(whole.tolist(), working, beside[0][at].tolist(),
                                                                 beside[1][at].tolist())]

@@ -75,7 +75,8 @@ def capacities(config, work: Workload, layouts, engine: str, evaluate=None,
     return caps, refused
 
 
-#: the figures under load a plan row carries (:func:`symllm.costs.traffic.under_load`'s, and its bound's)
+#: the figures under load a plan row carries (:func:`symllm.costs.traffic.under_load`'s, and its bound's), one
+#: replica's
 LOAD = ("ttft_s", "itl_s", "output_tokens_per_s")
 
 
@@ -83,13 +84,16 @@ def under_load(config, work: Workload, layout: tuple, batch: int, engine: str, e
                serve: dict | None = None) -> dict | None:
     """One replica of ``layout`` (``(tp, pp, dp, ep)``, as :func:`capacities`') serving ``batch`` sequences at a time
     (its concurrency): ``count --serve --tp T --pp P --dp D --ep E --concurrency B``'s figures
-    (:func:`symllm.costs.traffic.under_load`): time to first token, inter-token latency and output tokens/s,
-    expected and in ``bound`` the roofline's; None where it refuses. ``serve``: serving's options, as
+    (:func:`symllm.costs.traffic.under_load`): time to first token, inter-token latency and output tokens/s (one
+    replica's), expected and in ``bound`` the roofline's, each with the output tokens/s of all ``replicas`` (the
+    layout's ``dp``, as the row's ``tokens_per_s``) beside; None where it refuses. ``serve``: serving's options, as
     :func:`capacities`'.
 
-    >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), (1, 1, 1, 1), 64, "vllm")
+    >>> r = under_load("llama3.1-8b", Workload(gpu="h100-sxm", seq=1000, gen=100), (1, 1, 2, 1), 64, "vllm")
     >>> sorted(r), r["bound"]["itl_s"] < r["itl_s"]
-    (['bound', 'itl_s', 'output_tokens_per_s', 'ttft_s'], True)
+    (['bound', 'itl_s', 'output_tokens_per_s', 'output_tokens_per_s_all_replicas', 'replicas', 'ttft_s'], True)
+    >>> r["output_tokens_per_s_all_replicas"] == 2 * r["output_tokens_per_s"]
+    True
     """
     from symllm.costs import traffic
     try:
@@ -97,4 +101,11 @@ def under_load(config, work: Workload, layout: tuple, batch: int, engine: str, e
                                concurrency=batch, evaluate=evaluate, **(serve or {}))
     except SymllmError:
         return None
-    return {**{k: r[k] for k in LOAD}, "bound": {k: r["bound"][k] for k in LOAD}}
+    replicas = layout[LAYOUT[False].index("dp")]
+    return {**_all(r, replicas), "replicas": replicas, "bound": _all(r["bound"], replicas)}
+
+
+def _all(figures: dict, replicas: int) -> dict:
+    """:data:`LOAD`'s ``figures`` of one replica, with the output tokens/s of ``replicas`` of them."""
+    return {**{k: figures[k] for k in LOAD}, "output_tokens_per_s_all_replicas": replicas * figures[
+        "output_tokens_per_s"]}
