@@ -409,7 +409,7 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     kind = "training_peak" if training else "inference_peak"
     # each row's routed experts under tp as its engine lays them out (serving: count --serve's engine, whose KV cache
     # :func:`symllm.costs.serving.capacity` sizes from them)
-    experts = _experts(work if training or work.engine else work.replace(engine=out.engine), cols)
+    experts = _experts(work if training or work.engine else work.replace(engine=out.engine), cols, spc.config)
     groups = sorted(set(zip(cols["zero"].tolist(), cols["recompute"].tolist(), cols["sp"].tolist(), experts.tolist())))
     gathers = tp_overlap.fp8_gathers(work)  # an sp group's float8 all-gathers, as count's
     for zero, rec, seq_par, laid in groups:
@@ -547,7 +547,7 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
         m = int(np.count_nonzero(at))
         sub = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in timed.items()}
         forms = closed_forms(mdl, "inference_peak", 0, False, False, work.stack, False, work.optimizer, laid,
-                             column_parallel(work.engine))
+                             column_parallel(work.engine), ())  # (the same cache key as the loop's call)
         held_at = {k: (v[at] if isinstance(v, np.ndarray) else v) for k, v in args.items()}
         whole = largest(forms["held"], held_at, m)
         own = np.array([x is not None for x in state[at].tolist()], dtype=bool)  # the engine's own state layout
@@ -560,12 +560,13 @@ def _engine_rows(spc, work: Workload, cols: dict, out: Plan, mdl, args: dict, ti
     return served, held
 
 
-def _experts(work: Workload, cols: dict) -> np.ndarray:
+def _experts(work: Workload, cols: dict, config) -> np.ndarray:
     """Each row's routed experts under tensor parallelism (``Workload.expert_tp``) at its ``tp``, ``dp`` and ``ep``:
     the workload's, or its engine's own expert-parallel layout (:func:`symllm.costs.expert_layout.check`: vLLM's
-    ``ep = tp × dp`` holds them whole), one answer with ``workload()``'s at that layout."""
+    ``ep = tp × dp`` holds them whole), one answer with ``workload()``'s at that layout (a model without experts
+    ``split``: :func:`symllm.costs.expert_layout.stated`)."""
     keys = list(zip(cols["tp"].tolist(), cols["dp"].tolist(), cols["ep"].tolist()))
-    laid = {k: work.replace(tp=k[0], dp=k[1], ep=k[2]).expert_tp for k in set(keys)}
+    laid = {k: expert_layout.stated(work.replace(tp=k[0], dp=k[1], ep=k[2]), config).expert_tp for k in set(keys)}
     return np.array([laid[k] for k in keys], dtype=object)
 
 
