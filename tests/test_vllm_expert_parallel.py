@@ -231,3 +231,12 @@ def test_plans_row_without_ep_over_replicas_is_counts_answer(cli):
     assert row["decode_token_s"] == step["decode_token_s"]
     serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *work, "--serve"]).out)["serving"]
     assert p["sequences"]["tp 2"] == int(serving["max_concurrency"]) >= row["batch"]
+
+
+def test_count_names_the_experts_spread_over_tp_x_dp_in_words(cli):
+    """count's per-GPU title says vLLM's layout without expert parallelism at dp 4 in words, not the option's value
+    (each expert split over --tp x --dp = 8 ranks)."""
+    r = cli(["count", "mixtral-8x7b", "--tp", "2", "--dp", "4", "--gpu", "h100-sxm", "--serve", "--engine", "vllm",
+             "--seq", "1000", "--gen", "100"])
+    assert r.code == 0 and "per GPU (tp 2, pp 1, dp 4; routed experts split over tp x dp)" in r.out
+    assert "tp_x_dp" not in r.out

@@ -23,6 +23,9 @@ from symllm.cli import nofit
 from symllm.cli.lines import (MEMORY_LABELS, SERVE, WIDTH, aligned_table, checkpoint_lines, natural_order, plan_lines,
                               serve_lines, time_lines, weight_table, wrap_text)
 
+#: a mixture's routed experts under tensor parallelism (Workload.expert_tp) as count's per-GPU title says it
+EXPERT_WORDS = {"split": "split", "whole": "whole", "tp_x_dp": "split over tp x dp"}
+
 
 def _load(args):
     folder = args.model if os.path.isdir(args.model) else None
@@ -300,7 +303,7 @@ def _count(args, config, given: dict, ckpt: dict | None) -> int:
             title = (f"per GPU (tp {w['tp']}, pp {w['pp']}, dp {w['dp']}{', ep ' + str(w['ep']) if w['ep'] > 1 else ''}"
                      f"{', sp' if w['sp'] else ''}{overlap}"
                      f"{'; ' + layout_words(laid) if laid and not both else ''}"
-                     f"{'; routed experts ' + w['expert_tp'] if moe_tp else ''}"
+                     f"{'; routed experts ' + EXPERT_WORDS[w['expert_tp']] if moe_tp else ''}"
                      f"{'' if unanswered else '; a training step'})")
             # the title on a line of its own: as the first column's header it widened the table past 100 columns
             print("\n" + wrap_text(title) + "\n" + aligned_table(rows, ("", "", "")).split("\n", 1)[1])
