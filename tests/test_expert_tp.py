@@ -108,3 +108,21 @@ def test_count_says_how_the_experts_lie(cli):
     whole = cli(["count", "mixtral-8x7b", "--tp", "2", "--expert-tp", "whole"]).out
     assert "per GPU (tp 2, pp 1, dp 1; routed experts whole; a training step)" in whole
     assert "per GPU (tp 2, pp 1, dp 1; a training step)" in cli(["count", "llama3.1-8b", "--tp", "2"]).out
+
+
+def test_vllm_s_spread_needs_tp_x_dp_to_divide_each_expert(cli):
+    """vLLM without --ep at dp > 1 splits each expert's width over --tp x --dp ranks, and its FusedMoE asserts the
+    ranks divide it: Mixtral's 14,336 columns (2^11 x 7) over dp 3 (14,336 % 3 = 2) and Gemma 4 26B-A4B's 704
+    (2^6 x 11) over tp 2 x dp 64 = 128 (704 % 128 = 64) are refused in one line naming the remedy (vLLM's --ep over the
+    128 ranks, which divide its 128 experts; Mixtral's 8 experts over 3 ranks do not: each replica on its own), and
+    plan on 3 H100s under vLLM never lists Mixtral at dp 3 without expert parallelism."""
+    assert 14336 % 3 and 704 % 128 and 128 % 128 == 0 and 8 % 3
+    r = cli(["count", "mixtral-8x7b", "--dp", "3", "--gpu", "h100-sxm", "--serve", "--engine", "vllm", "--seq", "1000"])
+    assert r.code == 2 and r.err == ("symllm: error: tp: 1 x dp 3 ranks do not divide an expert's 14336 columns "
+                                     "(--expert-tp split)\n")
+    r = cli(["count", "gemma-4-26b-a4b", "--tp", "2", "--dp", "64", "--gpu", "h100-sxm", "--serve", "--engine", "vllm",
+             "--seq", "1000"])
+    assert r.code == 2 and "tp: 2 x dp 64 ranks do not divide an expert's 704 columns (--ep 128: experts whole)" in r.err
+    rows = json.loads(cli(["plan", "mixtral-8x7b", "--gpus", "3xh100-sxm", "--engine", "vllm", "--seq", "1000",
+                           "--gen", "100", "--json"]).out)["rows"]
+    assert rows and all(not (r["dp"] == 3 and r["ep"] == 1) for r in rows)

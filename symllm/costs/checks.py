@@ -121,10 +121,24 @@ def _hf_whole_experts(f) -> bool:
     return f.get("engine") == "hf" and f.get("hf_experts") == "whole"
 
 
+def _expert_ranks(f) -> int:
+    """The ranks each routed expert's width is split over: ``tp``, or ``tp × dp`` where vLLM spreads the experts
+    over every rank without expert parallelism (``expert_tp="tp_x_dp"``: ``FusedMoE`` asserts the same division)."""
+    return f["tp"] * (f.get("dp") or 1) if f.get("expert_tp") == "tp_x_dp" else f["tp"]
+
+
+def _spread_remedy(f) -> str:
+    """What serves a mixture whose experts ``tp × dp`` ranks cannot split: vLLM's expert parallelism over them where
+    they divide the experts, else each replica its own server (the experts over ``--tp`` alone)."""
+    ranks = _expert_ranks(f)
+    return f"--ep {ranks}: experts whole" if f.get("n_experts") and f["n_experts"] % ranks == 0 else \
+        "--expert-tp split"
+
+
 def _expert_width_ok(f):
     if f.get("expert_width") is None or f.get("expert_tp", "split") == "whole" or _hf_whole_experts(f):
         return True
-    return f["expert_width"] % f["tp"] == 0
+    return f["expert_width"] % _expert_ranks(f) == 0
 
 
 def _hf_experts_ok(f):
@@ -298,7 +312,10 @@ CHECKS = (
                     f"tp: {f['tp']} ranks are more than the {f['n_kv_heads']} KV heads but not a multiple of them "
                     "(a split head cannot run; a multiple holds one KV head a rank, replicated)"),
     Check("tp", ("tp", "expert_width"), _expert_width_ok,
-          lambda f: f"tp: {f['tp']} ranks do not divide the {f['expert_width']} columns of each routed expert of "
+          # (vLLM without --ep splits each expert over --tp x --dp ranks)
+          lambda f: f"tp: {f['tp']} x dp {f['dp']} ranks do not divide an expert's {f['expert_width']} columns "
+                    f"({_spread_remedy(f)})" if f.get("expert_tp") == "tp_x_dp" else
+                    f"tp: {f['tp']} ranks do not divide the {f['expert_width']} columns of each routed expert of "
                     f"{f['name']} (vLLM, SGLang and Megatron split every expert over the tensor ranks; "
                     "--expert-tp whole keeps them whole)"),
     Check("tp", ("tp", "mamba_heads", "mamba_groups"), _mamba_ok,
@@ -438,8 +455,8 @@ def workload_fields(work) -> dict:
     >>> [(w["kv_format"], w["kv_dtype"]) for w in f]
     [('int8', None), (None, None)]
     """
-    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "expert_tp", "engine", "compute_dtype", "matmul_dtype",
-                                         "weight_format")}
+    out = {k: getattr(work, k) for k in ("pp", "ep", "tp", "dp", "expert_tp", "engine", "compute_dtype",
+                                         "matmul_dtype", "weight_format")}
     kv = None
     if work.kv_format is not None:
         from symllm.costs.kv_formats import check_kv_format  # (the one KV-format rule; loaded once a format is given)

@@ -306,6 +306,10 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
     spans = whole and expert_layout.declared(work.engine)  # tp x dp at tp > 1 where the engine is named (count's)
     # training under such an engine: none (its own layout serves only, symllm's is not the engine's)
     serves_only = training and expert_layout.declared(work.engine) is not None
+    # an engine that spreads each expert over tp x dp without expert parallelism (vLLM): only where the ranks divide
+    # its width (FusedMoE asserts it; symllm.costs.checks refuses the layout in count)
+    width = spc.config.hidden_dim if experts and not training and "expert_tp" in work.derived and \
+        expert_layout.without_ep(engine_for(work.engine, "inference")["name"]) == "tp_x_dp" else None
     rows = []  # one tuple a layout, in _KEYS' order
     batches = () if training else range(1, concurrency + 1)  # every batch: the largest that fits is a row, exactly
     for tp in _tp_choices(spc, work):
@@ -314,7 +318,8 @@ def _layouts(spc, gpus: int, training: bool, concurrency: int, global_batch: int
         for pp in _stage_choices(spc, gpus // tp):
             dp = gpus // (tp * pp)
             eps = [e for e in (sorted({1, tp * dp}) if spans else _divisors(dp)) if experts % e == 0
-                   and (not whole or e in (1, tp * dp))] if experts and not serves_only else [1]
+                   and (not whole or e in (1, tp * dp)) and not (e == 1 < dp and width and width % (tp * dp))
+                   ] if experts and not serves_only else [1]
             for ep in eps:
                 if not training:
                     rows += [(tp, pp, dp, ep, 0, 0, 0, b, 1) for b in batches]
