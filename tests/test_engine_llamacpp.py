@@ -368,7 +368,8 @@ def test_ubatch_and_flash_attn_against_held_out_prompt_runs(capsys):
         error = got[seq, ub] / float(tps) - 1
         assert abs(error) < 0.15, (seq, ub, error)
         rows.append(f"gemma-2b F16 rtx3090 pp{seq} -ub {ub} -fa 1: measured {float(tps):9,.0f} t/s, symllm "
-                    f"{got[seq, ub]:9,.0f} ({error:+.1%}; before {before[seq]:,.0f}, {before[seq] / float(tps) - 1:+.1%})")
+                    f"{got[seq, ub]:9,.0f} ({error:+.1%}; before {before[seq]:,.0f}, "
+                    f"{before[seq] / float(tps) - 1:+.1%})")
     for seq in (4096, 16384):
         assert got[seq, 2048] >= got[seq, 512]
     with capsys.disabled():
