@@ -106,6 +106,16 @@ def requires(name: str) -> ModuleType:
         pytest.skip(f"{name} is not installed ({e})", allow_module_level=True)
 
 
+def gguf_name(names, hf: str) -> str | None:
+    """The GGUF tensor name gguf-py's TensorNameMap ``names`` (``gguf.get_tensor_name_map``) gives the HF parameter
+    ``hf``, with its ``.weight`` or ``.bias`` (``.weight`` where the map's key carries no suffix: merged experts);
+    None where the map has no name for it."""
+    name = names.get_name(hf, try_suffixes=(".weight", ".bias"))
+    if name is None:
+        return None
+    return name if name.endswith((".weight", ".bias")) else f"{name}.weight"
+
+
 def cache_bytes(cache, names) -> int:
     """Bytes of the tensors transformers' ``cache`` holds under ``names`` in each layer (a tensor, or a dict of
     them: ``keys``, ``values``, ``conv_states``, ``recurrent_states``)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 
-from .conftest import requires
+from .conftest import gguf_name, requires
 from .tiny_models import DELTANET, EXPERTS, TINY, TINY_MLA
 from .strategies import (checkpoint_headers, dense_family_configs, gated_deltanet_configs, gpt_oss_configs, hf_configs,
                          moe_configs)
@@ -356,9 +356,8 @@ def _gguf_moe(path: Path, family: str = "mixtral", *, file_type=None, router=Non
         else:
             parts[k] = tuple(v.shape)
     for k, shape in parts.items():
-        name = names.get_name(k, try_suffixes=(".weight", ".bias"))
+        name = gguf_name(names, k)
         assert name is not None, k
-        name += "" if name.endswith((".weight", ".bias")) else ".weight"  # merged experts: no suffix in the key
         f32 = len(shape) == 1 or name.endswith("ffn_gate_inp.weight")
         dtype = router if router is not None and "ffn_gate_inp" in name else ("float32" if f32 else "float16")
         w.add_tensor(name, np.zeros(shape, dtype=dtype))

@@ -25,6 +25,16 @@ PARAMS, VOCAB, DIM, LAYERS = 8_030_261_248, 128_256, 4096, 32
 KV_PER_TOKEN = 2 * LAYERS * 8 * 128 * 2        # K and V, 8 KV heads of 128, fp16
 GRAPH, STEP = Fraction(49, 10 ** 7), Fraction(5, 10 ** 4)   # kernel.graph_s; llama.cpp's step_s
 ETA = Fraction(88, 100)                          # memory_stream
+#: a token's GEMM FLOPs over the linear layers (q, k, v, o; gate, up, down: 2 a weight), and a 1,024-token prompt's:
+#: every linear layer over every position, the output head over the last (llama-bench asks the last position's logits)
+TOKEN_FLOPS = 2 * LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
+PROMPT_FLOPS = 1024 * TOKEN_FLOPS + 2 * VOCAB * DIM
+#: bytes a token and layer a llama.cpp fp16 prompt moves beside its GEMMs: every GEMM's fp32 input and output
+#: converted at 6 bytes an element (38,912 + 43,008), and its graph's fp32 element-wise nodes (norms, RoPE, cache
+#: copies, the attention GEMMs' conversions, the heads' cont, residual adds, SiLU and its mul: 56·4,096 + 28·4,096 +
+#: 20·1,024 + 20·14,336 = 651,264; under FlashAttention 20·4,096 fewer: no Q-to-fp16, KQV-to-fp32 or cont)
+CONVERSIONS = (38_912 + 43_008) * 6
+F32_NODES = 56 * DIM + 28 * DIM + 20 * 1024 + 20 * 14_336
 #: the RTX 4090's GEMMs against the H200's (gemm_cards.square: zzc0721/torch-performance-test-data's bf16 torch.mm,
 #: the median of the 4090's 162.39, 163.09, 170.06 and 173.31 TFLOP/s over its 165.2, the H200's 790.29 over 989.4)
 SQUARE_4090 = (((Fraction("163.09") + Fraction("170.06")) / 2 / Fraction("165.2"))
@@ -46,6 +56,13 @@ def _decode_by_hand(bandwidth_gbs: int, gemv: Fraction) -> Fraction:
 
 
 ISSUE = Fraction(645, 100)                        # bytes a SM a clock (f16_gemv_issue)
+
+
+def _prompt_passes_s(pairs: int, f32_nodes: int = F32_NODES, gbs: int = 1008) -> Fraction:
+    """A 1,024-token fp16 prompt's memory passes at memory_stream of ``gbs`` GB/s (the RTX 4090's by default): its
+    materialised scores, ``pairs`` a head (32) and layer at 24 bytes each, and every token's conversions and fp32
+    element-wise nodes (``f32_nodes`` bytes a token and layer)."""
+    return (32 * LAYERS * pairs * 24 + 1024 * LAYERS * (CONVERSIONS + f32_nodes)) / (ETA * gbs * 10 ** 9)
 
 
 def _issue(gbs: int, sms: int, mhz: int) -> Fraction:
@@ -118,12 +135,9 @@ def test_a_prompt_runs_in_micro_batches_at_the_fp16_accumulate_peak():
     56·4,096 + 28·4,096 + 20·1,024 + 20·14,336 = 651,264 bytes a token and layer), at 0.88 of 1,008 GB/s (slower
     than the scores' FLOPs at the GEMM fraction: 4.1e11 at 0.666 of 165.2, 3.7 ms); plus 16 kernels a layer and
     the step's fixed cost."""
-    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
-    flops = 2 * 1024 * linear + 2 * VOCAB * DIM
-    gemm_s = Fraction(flops) / (Fraction(528, 1000) * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
-    rate = Fraction(88, 100) * 1008 * 10 ** 9
-    attn_s = (32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
-              + 1024 * LAYERS * (56 * DIM + 28 * DIM + 20 * 1024 + 20 * 14_336)) / rate
+    assert F32_NODES == 651_264
+    gemm_s = Fraction(PROMPT_FLOPS) / (Fraction(528, 1000) * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
+    attn_s = _prompt_passes_s(512 * 512 + 512 * 1024)
     by_hand = gemm_s + attn_s + LAYERS * 16 * GRAPH + STEP
     e = _expected("rtx4090", dtype="fp16", batch=1, seq=1024)
     assert e["prefill_compute_s"] == pytest.approx(float(gemm_s + attn_s), rel=1e-9)
@@ -142,12 +156,8 @@ def test_ubatch_sets_the_prompts_micro_batches(ubatch, eta, pairs):
     512, 768 and 1,024 keys a head, at -ub 1024 at 1,024 rows (0.620) in one of 1,024 x 1,024; the conversions
     and fp32 nodes are a token's whatever the micro-batch. The scores stay memory-bound (24 bytes at 0.88 of
     1,008 GB/s, slower than their FLOPs at either GEMM fraction)."""
-    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
-    flops = 2 * 1024 * linear + 2 * VOCAB * DIM
-    gemm_s = Fraction(flops) / (eta * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
-    rate = Fraction(88, 100) * 1008 * 10 ** 9
-    attn_s = (32 * LAYERS * pairs * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
-              + 1024 * LAYERS * (56 * DIM + 28 * DIM + 20 * 1024 + 20 * 14_336)) / rate
+    gemm_s = Fraction(PROMPT_FLOPS) / (eta * SQUARE_4090 * Fraction(3303, 10) * 10 ** 12)
+    attn_s = _prompt_passes_s(pairs)
     e = _expected("rtx4090", dtype="fp16", batch=1, seq=1024, ubatch=ubatch)
     assert e["prefill_gemm_s"] == pytest.approx(float(gemm_s), rel=1e-9)
     assert e["prefill_compute_s"] == pytest.approx(float(gemm_s + attn_s), rel=1e-9)
@@ -165,11 +175,8 @@ def test_flash_attn_runs_the_prompts_rectangles_without_scores_in_memory():
     off = _expected("rtx4090", dtype="fp16", seq=1024)
     on = _expected("rtx4090", dtype="fp16", seq=1024, flash_attn="on")
     assert on["prefill_gemm_s"] == off["prefill_gemm_s"]
-    rate = Fraction(88, 100) * 1008 * 10 ** 9
     core = Fraction(4 * 128 * 32 * LAYERS * (512 * 512 + 512 * 1024))
-    attn_s = (core / (eta * Fraction(1652, 10) * 10 ** 12)
-              + (1024 * LAYERS * (38_912 + 43_008) * 6 + 1024 * LAYERS * (56 * DIM + 8 * DIM + 20 * 1024
-                                                                          + 20 * 14_336)) / rate)
+    attn_s = core / (eta * Fraction(1652, 10) * 10 ** 12) + _prompt_passes_s(0, F32_NODES - 20 * DIM)
     assert on["prefill_compute_s"] - on["prefill_gemm_s"] == pytest.approx(float(attn_s), rel=1e-9)
     q8 = _expected("rtx4090", dtype="fp16", seq=1024, kv_format="q8_0")
     assert q8["prefill_compute_s"] == on["prefill_compute_s"]
@@ -181,16 +188,14 @@ def test_micro_batches_and_fp16_accumulation_are_llamacpps():
     llama.cpp's on an A100 at 512 rows (0.528, times the A100's MAMF scale) of 312 (one rate for both
     accumulations). vLLM's attention core runs its causal pairs at the flash fraction (0.153); llama.cpp's
     moves its scores, conversions and fp32 element-wise nodes (35.4 + 21.3 GB) at 0.88 of the A100 SXM's 2,039 GB/s."""
-    linear = LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)
-    flops = Fraction(2 * 1024 * linear + 2 * VOCAB * DIM)   # the output head over the last position
+    flops = Fraction(PROMPT_FLOPS)
     vllm = symllm.workload("llama3-8b", gpu="rtx4090", engine="vllm", dtype="fp16", seq=1024)["time"]["expected"]
     causal = 4 * LAYERS * 32 * 128 * 1024 * 1024 * Fraction(1025, 2048)   # QK^T and PV over the causal pairs
     attn = float(causal / (Fraction(153, 1000) * Fraction(1652, 10) * 10 ** 12))
     assert vllm["prefill_compute_s"] == pytest.approx(
         float(flops / (Fraction(62, 100) * SQUARE_4090 * Fraction(1652, 10) * 10 ** 12)) + attn, rel=1e-9)
     a100 = _expected("a100-80gb", dtype="fp16", seq=1024)
-    a100_attn = float((32 * LAYERS * (512 * 512 + 512 * 1024) * 24 + 1024 * LAYERS * (38_912 + 43_008) * 6
-                       + 1024 * LAYERS * 651_264) / (Fraction(88, 100) * 2039 * 10 ** 9))
+    a100_attn = float(_prompt_passes_s(512 * 512 + 512 * 1024, gbs=2039))
     # the A100 SXM's GEMMs: its MAMF efficiency over the H200's (ml-engineering's table: 271.2 of 312, 794.5 of 989)
     mamf = (Fraction(2712, 10) / 312) / (Fraction(7945, 10) / 989)
     assert a100["prefill_compute_s"] == pytest.approx(
@@ -317,8 +322,7 @@ def test_notebook_prompt_runs_split_into_tokens_and_materialised_scores(capsys):
     scores went through memory (llama-bench's flash_attn off). Printed: the measured terms beside symllm's, split
     the same way (docs/efficiency.md reads them), and the GEMM rate the token term leaves once its conversions
     and fp32 nodes (36.5 MB a token at memory_stream) are taken out."""
-    gemm_flops = 2 * LAYERS * (2 * DIM * DIM + 2 * DIM * 1024 + 3 * DIM * 14_336)   # a token's linear layers
-    passes = LAYERS * ((38_912 + 43_008) * 6 + 651_264)                             # bytes a token beside them
+    passes = LAYERS * (CONVERSIONS + F32_NODES)                                     # bytes a token beside GEMMs
     rows = []
     for gpu, runs in NOTEBOOK_PP.items():
         gbs, peak = NOTEBOOK_CARDS[gpu]
@@ -331,7 +335,7 @@ def test_notebook_prompt_runs_split_into_tokens_and_materialised_scores(capsys):
         assert score > 10 * Fraction(512) / (peak * 10 ** 12), gpu
         expected = {n: Fraction(_expected(gpu, dtype="fp16", seq=n)["prefill_s"]) for n in (512, 4096)}
         e_token, e_pair = _split(expected[512], expected[4096])
-        gemm_rate = gemm_flops / (token - passes / (ETA * gbs * 10 ** 9)) / 10 ** 12
+        gemm_rate = TOKEN_FLOPS / (token - passes / (ETA * gbs * 10 ** 9)) / 10 ** 12
         rows.append(f"{gpu:15} a token {float(token) * 1e6:6.1f} us (symllm {float(e_token / token - 1):+6.1%}); "
                     f"a score {float(score) * 1e12:5.1f} ps = {float(score_bytes):4.1f} B (symllm "
                     f"{float(e_pair / pair - 1):+6.1%}); GEMMs {float(gemm_rate):5.1f} TFLOP/s, "
@@ -355,16 +359,17 @@ def test_ubatch_and_flash_attn_against_held_out_prompt_runs(capsys):
     micro-batch never predicted slower, as measured (pp4096: 1.04x from -ub 512 to 2048; pp16384: 1.06x). Printed
     beside what the expected time gave before it read --ubatch and --flash-attn (-ub 512 without FlashAttention,
     whatever the run stated)."""
-    rows, got = [], {}
+    def rate(seq, **options):
+        e = symllm.workload("gemma-2b", gpu="rtx3090", engine="llama.cpp", dtype="fp16", seq=seq, **options)
+        return seq / e["time"]["expected"]["prefill_s"]
+    rows, got, before = [], {}, {seq: rate(seq) for seq in {seq for seq, _ in UB_FA_RUNS}}
     for (seq, ub), tps in UB_FA_RUNS.items():
-        def rate(**options):
-            e = symllm.workload("gemma-2b", gpu="rtx3090", engine="llama.cpp", dtype="fp16", seq=seq, **options)
-            return seq / e["time"]["expected"]["prefill_s"]
-        got[seq, ub], before = rate(ubatch=ub, flash_attn="on"), rate()
+        got[seq, ub] = rate(seq, ubatch=ub, flash_attn="on")
         error = got[seq, ub] / float(tps) - 1
         assert abs(error) < 0.15, (seq, ub, error)
         rows.append(f"gemma-2b F16 rtx3090 pp{seq} -ub {ub} -fa 1: measured {float(tps):9,.0f} t/s, symllm "
-                    f"{got[seq, ub]:9,.0f} ({error:+.1%}; before {before:,.0f}, {before / float(tps) - 1:+.1%})")
+                    f"{got[seq, ub]:9,.0f} ({error:+.1%}; before {before[seq]:,.0f}, "
+                    f"{before[seq] / float(tps) - 1:+.1%})")
     for seq in (4096, 16384):
         assert got[seq, 2048] >= got[seq, 512]
     with capsys.disabled():

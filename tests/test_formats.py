@@ -23,6 +23,7 @@ from symllm.arch.config import from_dict
 from symllm.costs import formats as F
 from symllm.costs.kv_formats import kv_bytes_per_element
 from symllm.errors import SymllmError
+from .conftest import gguf_name
 from .strategies import hf_configs
 from .tiny_models import DELTANET, EXPERTS, TINY, TINY_MLA
 
@@ -67,7 +68,7 @@ def _gguf_names(model, n_layers):
     for hf, p in model.state_dict().items():
         if hf == "lm_head.weight" and model.config.tie_word_embeddings:
             continue
-        out[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = p
+        out[gguf_name(names, hf)] = p
     return out
 
 
@@ -357,7 +358,7 @@ def test_gguf_tensors_are_transformers_parameters(raw):
     for hf, p in model.state_dict().items():
         if hf == "lm_head.weight" and raw["tie_word_embeddings"]:
             continue
-        expected[names.get_name(hf, try_suffixes=(".weight", ".bias"))] = (p.numel(), "F32" if p.dim() == 1 else "F16")
+        expected[gguf_name(names, hf)] = (p.numel(), "F32" if p.dim() == 1 else "F16")
     mine = F.weight_bytes(from_dict(raw), "gguf:F16")["tensors"]
     assert {n: (t["elements"], t["type"]) for n, t in mine.items()} == expected
 
@@ -442,10 +443,10 @@ def test_gguf_names_are_gguf_py_names(family):
         if (hf == "lm_head.weight" and config.tie_word_embeddings) or hf.endswith("e_score_correction_bias"):
             continue
         for name in _converted(hf):
-            gg = names.get_name(name, try_suffixes=(".weight", ".bias"))
+            gg = gguf_name(names, name)
             if gg is None and name.endswith("_bias"):  # gpt-oss's experts' biases: gate_up_proj_bias, down_proj_bias
                 gg = names.get_name(name.removesuffix("_bias")) + ".bias"
-            gg = gg if gg.endswith((".weight", ".bias")) else f"{gg}.weight"
+            assert gg is not None, name
             assert gg.rsplit(".", 1)[0].replace(".0.", ".{bid}.").replace(".1.", ".{bid}.") in allowed, gg
             expected.add(gg)
     raw = dict(config.to_dict(), architectures=[cls])
@@ -540,8 +541,8 @@ def test_glm_mtp_layer_written_as_llama_cpp_converts_it():
           for h in _converted(k.replace(".layers.1.", ".layers.2."))] + [
         f"model.layers.2.{n}.weight" for n in ("embed_tokens", "enorm", "hnorm", "eh_proj", "shared_head.norm",
                                                "shared_head.head")]
-    expected = {names.get_name(h, try_suffixes=(".weight", ".bias")) for h in hf}
-    expected = {n if n.endswith((".weight", ".bias")) else f"{n}.weight" for n in expected}
+    expected = {gguf_name(names, h) for h in hf}
+    assert None not in expected
     raw = dict(config.to_dict(), num_nextn_predict_layers=1, architectures=[cls])
     mine = F.weight_bytes(from_dict(raw), "Q4_K_M")
     assert {n for n in mine["tensors"] if n.startswith("blk.2.")} == expected

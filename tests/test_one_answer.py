@@ -18,6 +18,7 @@ import pytest
 import symllm
 from symllm.studies import plans
 from tests.conftest import engine_peak
+from tests.test_vllm_expert_parallel import MIB, _weights_by_hand
 
 GPU = "h100-sxm"
 
@@ -322,10 +323,11 @@ def test_plans_pipelined_and_expert_parallel_replicas_are_count_serves(cli):
     work = {"seq": 2000, "gen": 200}
     p = plans.plan("mixtral-8x7b", 8, GPU, concurrency=420, **work)
     full = "more sequences than vllm's KV cache holds (count --serve)"
+    served = {}
     for tp, pp, dp, ep in ((2, 1, 4, 1), (2, 2, 2, 1), (1, 1, 8, 8)):
         layout = {"tp": tp, "pp": pp, "dp": dp, "ep": ep}
-        s = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags({**work, **layout}), "--serve",
-                            "--json"]).out)["serving"]
+        s = served[tp, pp, dp, ep] = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags({**work, **layout}),
+                                                     "--serve", "--json"]).out)["serving"]
         held = _held(s)
         name = "tp " + str(tp) + (f" pp {pp}" if pp > 1 else "") + (f" ep {ep}" if ep > 1 else "")
         assert p.sequences[name] == held, name
@@ -336,8 +338,23 @@ def test_plans_pipelined_and_expert_parallel_replicas_are_count_serves(cli):
         # (as the engine holds them: count's figures under --engine vllm, its experts over tp x dp without EP)
         held_as = {**work, **layout, "engine": "vllm"}
         assert top["peak"] == engine_peak("mixtral-8x7b", top["batch"], held_as, s) <= 80 * 2 ** 30
-    # vLLM's EP at tp 2 spans tp x dp ranks; without it at dp 4 each expert's weights span them too (409: 179 over tp)
-    assert p.sequences["tp 2"] == 409 and "tp 2 ep 4" not in p.sequences
+    # vLLM's EP at tp 2 spans tp x dp ranks; without it at dp 4 each expert's weights span them too (409: 179 over tp).
+    # By hand (Mixtral's config: tests/test_vllm_expert_parallel.py): each expert an eighth wide on a GPU (14,336 / 8),
+    # the attention over tp 2; the activation peak vLLM V1's dummy sampler run, vllm serve's 1,024 rows on an H100 of
+    # the 32,000-entry vocabulary at 38 bytes a logit beside the profile's 8,192 tokens' and the rows' hidden states
+    # in bf16 (larger than the forward's working set with its fused-MoE workspace); non-torch vLLM's 0.35 GiB and 4
+    # PyNccl communicators of 688 MiB (tensor group, torch's, data-parallel and expert groups); the cache
+    # ⌊0.9·memory⌋ less those, in blocks of 16 tokens of 65,536 bytes (32 layers x K and V x 4 KV heads a rank x
+    # 128 x 2 bytes), over the 2,200-token context
+    s = served[2, 1, 4, 1]
+    weights = _weights_by_hand(2, 8, 14336 // 8)
+    sampler = 1024 * 32000 * 38 + (8192 + 2 * 1024) * 4096 * 2
+    non_torch = math.ceil(Fraction("0.35") * 2 ** 30) + 4 * 688 * MIB
+    assert (s["weights"], s["activation_peak"], s["non_torch"]) == (weights, sampler, non_torch)
+    assert s["kv_bytes_per_token"] == 32 * 2 * 4 * 128 * 2 == 65_536
+    kv = math.floor(Fraction(9, 10) * s["memory"]) - weights - sampler - non_torch
+    held = kv // (16 * 65_536) * 16 // 2200
+    assert _held(s) == p.sequences["tp 2"] == held == 409 and "tp 2 ep 4" not in p.sequences
     best = p.rows[0]
     assert (best["tp"], best["pp"], best["dp"], best["ep"]) == (1, 1, 8, 1) and "load" in best
     load = json.loads(cli(["count", "mixtral-8x7b", "--gpu", GPU, *_flags(work), "--tp", "1", "--dp", "8", "--ep", "1",

@@ -8,6 +8,7 @@
 """
 import json
 import math
+from fractions import Fraction
 
 import pytest
 
@@ -210,7 +211,7 @@ def test_a_plans_rows_are_distinct_layouts(training):
     no other layout. One row a layout now (serving: tp, pp, dp, ep; training: and sp, zero, recompute), the others
     folded: the batches enumerated and fitting are still counted (``fit``), each row's ``batches`` the least and most
     of its layout's, its own among them; the serving plan's first is tp 2 dp 4 at 171 (vLLM's KV cache at tp 2,
-    ``sequences``, with a dense model's two NCCL communicators), its second another layout."""
+    ``sequences``, with a dense model's two NCCL communicators: by hand below), its second another layout."""
     opts = {"training": True, "global_batch": 16, "seq": 8192} if training else {}
     p = plans.plan("llama3.1-70b", 8, "h200", **opts)
     keys = ("tp", "pp", "dp", "ep") + (("sp", "zero", "recompute") if training else ())
@@ -221,6 +222,37 @@ def test_a_plans_rows_are_distinct_layouts(training):
     if not training:
         assert (p.rows[0]["tp"], p.rows[0]["dp"], p.rows[0]["batch"]) == (2, 4, p.sequences["tp 2"]) == (2, 4, 171)
         assert p.rows[0]["batches"] == [1, 171] and p.rows[1]["tp"] != 2
+        assert _vllm_sequences_70b_tp2_h200(communicators=2) == 171
+
+
+def _vllm_sequences_70b_tp2_h200(communicators: int) -> int:
+    """The 2,048-token sequences vLLM's KV cache holds for Llama-3.1-70B on an H200 at tp 2, by hand from its
+    config.json (80 layers, hidden 8,192, intermediate 28,672, 64 query and 8 KV heads of 128, vocabulary 128,256,
+    untied head; bf16): a rank's weights (the linears, embedding and head over 2, the norms whole); the activation
+    peak vLLM V1's dummy sampler run (vllm serve's 1,024 rows on an H100-class card, 38 bytes a logit, beside the
+    profile's 8,192 tokens' and the rows' hidden states); non-torch vLLM's 0.35 GiB and ``communicators`` PyNccl
+    communicators of 688 MiB (vLLM 0.33.0: the tensor group's and torch's for a dense model; 0.9.2 had a third, the
+    expert group's); ⌊0.9·memory⌋ less those in blocks of 16 tokens of 163,840 bytes (80 layers x K and V x 4 KV
+    heads a rank x 128 x 2 bytes), 128 blocks a sequence. Was 169 with three communicators: one 688 MiB fewer is
+    275 blocks of 2,621,440 bytes more, 2 sequences."""
+    from symllm.costs import serving
+    d, f, layers, vocab = 8192, 28672, 80, 128256
+    layer = (2 * d * d + 2 * d * 1024 + 3 * d * f) // 2 + 2 * d
+    weights = 2 * (layers * layer + 2 * vocab * d // 2 + d)
+    sampler = 1024 * vocab * 38 + (8192 + 2 * 1024) * d * 2
+    non_torch = math.ceil(Fraction("0.35") * 2 ** 30) + communicators * 688 * 2 ** 20
+    s = serving.capacity("llama3.1-70b", gpu="h200", tp=2, dp=4)
+    assert (s["weights"], s["activation_peak"], s["kv_bytes_per_token"]) == (weights, sampler, 80 * 2 * 4 * 128 * 2)
+    assert s["non_torch"] == math.ceil(Fraction("0.35") * 2 ** 30) + 2 * 688 * 2 ** 20
+    pool = math.floor(Fraction(9, 10) * s["memory"]) - weights - sampler - non_torch
+    return pool // (16 * 163_840) // (2048 // 16)
+
+
+def test_one_communicator_fewer_is_two_more_sequences():
+    """169 -> 171: the change in the serving plan's first row is one 688 MiB communicator (vLLM 0.33.0 builds no
+    expert group's for a dense model), 721,420,288 bytes over a block's 2,621,440: 275 blocks of the 21,959."""
+    assert _vllm_sequences_70b_tp2_h200(communicators=3) == 169
+    assert 688 * 2 ** 20 // (16 * 163_840) == 275
 
 
 def test_each_served_layouts_row_is_count_serves_answer_at_it(cli):

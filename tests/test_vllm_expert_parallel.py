@@ -10,11 +10,15 @@ The hand counts read Mixtral-8x7B's config.json (symllm/presets/mixtral-8x7b.jso
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+from functools import lru_cache
 
 import pytest
 
 import symllm
+from symllm.cli import main
 from symllm.costs import serving
 from symllm.errors import SymllmError
 
@@ -161,25 +165,41 @@ def test_training_plan_under_vllm_tries_no_expert_parallelism(cli):
     assert rows and {row.get("ep", 1) for row in rows} == {1}
 
 
-def test_plan_tries_vllms_ep_at_tp_above_one_and_its_row_is_counts_answer(cli):
+_WORK = ["--seq", "1000", "--gen", "100", "--engine", "vllm"]
+
+
+@lru_cache(maxsize=None)
+def _plan() -> dict:
+    """plan --json of Mixtral on 8 H100s under vLLM at 1,000 + 100 tokens, up to 64 a replica (one plan for every
+    layout the test below reads): what the command line prints, read back."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["plan", "mixtral-8x7b", "--gpus", "8xh100-sxm", "--concurrency", "64", "--json", *_WORK])
+    assert code in (None, 0)
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("ep", [8, 1])
+def test_plans_tp2_dp4_rows_are_counts_answers(cli, ep):
     """Serving plan under --engine vllm: vLLM's expert parallelism spans tp x dp ranks, so at tp 2 on 8 GPUs its only
-    EP layout is tp 2 dp 4 ep 8 (plan had filtered the divisors of dp by (1, tp x dp) and never tried it at tp > 1).
-    One answer: its row (plan --json) is count's at that layout (count --json and count --serve --json): the decode
-    step's bound and expected time at the decode point (batch 64, context 1,000 + 100), the sequences a replica holds
-    and the figures under load at the row's batch as concurrency."""
-    work = ["--seq", "1000", "--gen", "100", "--engine", "vllm"]
-    p = json.loads(cli(["plan", "mixtral-8x7b", "--gpus", "8xh100-sxm", "--concurrency", "64", "--json", *work]).out)
+    EP layout is tp 2 dp 4 ep 8 (plan had filtered the divisors of dp by (1, tp x dp) and never tried it at tp > 1),
+    beside the layout without EP (ep 1: each expert over the tp x dp ranks). One answer: each row (plan --json) is
+    count's at its layout (count --json and count --serve --json): the decode step's bound and expected time at the
+    decode point (the row's batch, context 1,000 + 100), the sequences a replica holds and the figures under load at
+    the row's batch as concurrency."""
+    p = _plan()
     rows = [r for r in p["rows"] if (r["tp"], r["dp"]) == (2, 4)]
     assert sorted(r["ep"] for r in rows) == [1, 8]
-    row = next(r for r in rows if r["ep"] == 8)
-    layout = ["--tp", "2", "--dp", "4", "--ep", "8", "--gpu", "h100-sxm", "--json"]
+    row = next(r for r in rows if r["ep"] == ep)
+    layout = ["--tp", "2", "--dp", "4", "--ep", str(ep), "--gpu", "h100-sxm", "--json"]
     step = json.loads(cli(["count", "mixtral-8x7b", *layout, "--engine", "vllm", "--batch", str(row["batch"]),
                            "--seq", "1", "--context", "1100"]).out)["time"]
     assert row["decode_token_s"] == step["decode_token_s"]
     assert row["expected"]["decode_token_s"] == step["expected"]["decode_token_s"]
-    serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *work, "--serve", "--concurrency",
+    serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *_WORK, "--serve", "--concurrency",
                               str(row["batch"])]).out)["serving"]
-    assert p["sequences"]["tp 2 ep 8"] == int(serving["max_concurrency"]) >= row["batch"]
+    name = "tp 2 ep 8" if ep > 1 else "tp 2"
+    assert p["sequences"][name] == int(serving["max_concurrency"]) >= row["batch"]
     for k in ("ttft_s", "itl_s", "output_tokens_per_s"):
         assert row["load"][k] == serving["load"][k], k
 
@@ -217,20 +237,6 @@ def test_tp_x_dp_given_where_no_engine_runs_it_is_refused(layout):
     with pytest.raises(SymllmError) as why:
         _serve(**layout)
     assert str(why.value).startswith("expert_tp: tp_x_dp; only vLLM spreads the experts over --tp x --dp ranks")
-
-
-def test_plans_row_without_ep_over_replicas_is_counts_answer(cli):
-    """One answer for the layout without EP: plan's tp 2 dp 4 row (ep 1) is count's at --tp 2 --dp 4 (its decode
-    bound at the decode point, and count --serve's sequences a replica holds)."""
-    work = ["--seq", "1000", "--gen", "100", "--engine", "vllm"]
-    p = json.loads(cli(["plan", "mixtral-8x7b", "--gpus", "8xh100-sxm", "--concurrency", "64", "--json", *work]).out)
-    row = next(r for r in p["rows"] if (r["tp"], r["dp"], r["ep"]) == (2, 4, 1))
-    layout = ["--tp", "2", "--dp", "4", "--gpu", "h100-sxm", "--json"]
-    step = json.loads(cli(["count", "mixtral-8x7b", *layout, "--engine", "vllm", "--batch", str(row["batch"]),
-                           "--seq", "1", "--context", "1100"]).out)["time"]
-    assert row["decode_token_s"] == step["decode_token_s"]
-    serving = json.loads(cli(["count", "mixtral-8x7b", *layout, *work, "--serve"]).out)["serving"]
-    assert p["sequences"]["tp 2"] == int(serving["max_concurrency"]) >= row["batch"]
 
 
 def test_count_names_the_experts_spread_over_tp_x_dp_in_words(cli):

@@ -17,39 +17,37 @@ import pytest
 
 import symllm
 from symllm.errors import SymllmError
+from tests.test_one_answer import _flags
 
-#: (model, options, the line) refused, by hand from the sources above
+#: (model, workload options, the line) refused, by hand from the sources above
 REFUSED = [
-    ("llama3.1-8b", ["--gpu", "h100-sxm", "--engine", "trtllm", "--weight-format", "nvfp4"],
+    ("llama3.1-8b", {"gpu": "h100-sxm", "engine": "trtllm", "weight_format": "nvfp4"},
      "weight_format: nvfp4 under trtllm: h100-sxm is sm 9.0; it needs sm 10.0 or 12.0"),
-    ("llama3.1-8b", ["--gpu", "a100-80gb", "--engine", "sglang", "--weight-format", "nvfp4"],
+    ("llama3.1-8b", {"gpu": "a100-80gb", "engine": "sglang", "weight_format": "nvfp4"},
      "weight_format: nvfp4 under sglang: a100-80gb is sm 8.0; it needs sm 10.0 or 12.0"),
-    ("llama3.1-8b", ["--gpu", "l40s", "--engine", "trtllm", "--weight-format", "fp8-block"],
+    ("llama3.1-8b", {"gpu": "l40s", "engine": "trtllm", "weight_format": "fp8-block"},
      "weight_format: fp8-block under trtllm: l40s is sm 8.9; it needs sm 9.0 or 10.0"),
-    ("llama3.1-8b", ["--gpu", "a100-80gb", "--engine", "trtllm", "--weight-format", "fp8"],  # (the line's room)
+    ("llama3.1-8b", {"gpu": "a100-80gb", "engine": "trtllm", "weight_format": "fp8"},  # (the line's room)
      "weight_format: fp8 under trtllm: a100-80gb is sm 8.0; needs sm 8.9, 9.0, 10.0 or 12.0"),
-    ("llama3.1-8b", ["--gpu", "mi300x", "--weight-format", "nvfp4"],  # no engine: none declaring it is on AMD
+    ("llama3.1-8b", {"gpu": "mi300x", "weight_format": "nvfp4"},  # no engine: none declaring it is on AMD
      "weight_format: nvfp4: not on mi300x; needs sm 7.5, 8.0, 8.6, 8.9, 9.0, 10.0 or 12.0"),
-    ("llama3.1-8b", ["--gpu-memory", "80", "--gpu-bandwidth", "3000", "--gpu-flops", "1000", "--engine", "trtllm",
-                     "--weight-format", "nvfp4"],
+    ("llama3.1-8b", {"gpu_memory": 80, "gpu_bandwidth": 3000, "gpu_flops": 1000, "engine": "trtllm",
+                     "weight_format": "nvfp4"},
      "weight_format: nvfp4 under trtllm: custom has no known sm; it needs sm 10.0 or 12.0"),
 ]
 
 
 @pytest.mark.parametrize("model, options, line", REFUSED)
 def test_a_weight_format_an_engine_cannot_run_on_a_card_is_refused_at_every_door(cli, model, options, line):
-    for argv in (["count", model, *options], ["count", model, *options, "--serve"]):
+    for argv in (["count", model, *_flags(options)], ["count", model, *_flags(options), "--serve"]):
         r = cli(argv)
         assert (r.code, r.err, r.out) == (2, f"symllm: error: {line}\n", "")
-    if "--gpu" in options:
-        at = options.index("--gpu")
-        plan = [*options[:at], "--gpus", f"2x{options[at + 1]}", *options[at + 2:]]
-        r = cli(["plan", model, *plan])
+    if "gpu" in options:
+        rest = {k: v for k, v in options.items() if k != "gpu"}
+        r = cli(["plan", model, "--gpus", f"2x{options['gpu']}", *_flags(rest)])
         assert (r.code, r.err) == (2, f"symllm: error: {line}\n")
-    kwargs = {options[i].lstrip("-").replace("-", "_"): options[i + 1] for i in range(0, len(options), 2)}
-    kwargs = {k: int(v) if v.isdigit() else v for k, v in kwargs.items()}  # (the custom card's figures: numbers)
     with pytest.raises(SymllmError) as e:
-        symllm.workload(model, **kwargs)
+        symllm.workload(model, **options)
     assert str(e.value) == line
 
 
