@@ -241,28 +241,22 @@ def train_factor(factor, d=None, ridge=None) -> Fraction:
     return 1 / (1 + x)
 
 
-def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None, *, train=None, capped=None,
-                tiled=None) -> Fraction:
+def step_factor(work, d=None, bf16_peak=None, peak=None, bandwidth=None) -> Fraction:
     """The fraction of the large-GEMM rate (:func:`gemm` at 16,384 rows) a training step's GEMMs keep, what
     :func:`expected` divides a step's GEMM FLOPs by: the workload's training engine's ``train_factor``, read on the
     step less its attention core (``attention_tiles.train_basis``), at width ``d`` on the card's ridge (its
     ``bf16_peak``, else ``peak``, over ``bandwidth``: :func:`train_factor`); under a power limit the GEMMs' share of
     the step slows, the rest (memory-bound passes) does not: ``1 / (1/capped + 1/factor - 1)``
-    (:func:`symllm.costs.power.power_fraction`). ``train`` (the training engine's entry), ``capped`` (the power
-    fraction) and ``tiled`` (efficiency.json holds ``attention_tiles``): the workload's, given where the caller
-    holds them (:func:`expected`), else read here.
+    (:func:`symllm.costs.power.power_fraction`).
 
     >>> from symllm.costs.workloads import Workload
     >>> step_factor(Workload(gpu="h100-sxm"), 4096), round(float(step_factor(Workload(gpu="h100-sxm", power_cap=500),
     ...                                                                      4096)), 4)
     (Fraction(1929, 2500), 0.724)
     """
-    if train is None:
-        train = engine_for(getattr(work, "engine", None), "training")
-    if capped is None:
-        capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
-    if tiled is None:
-        tiled = "attention_tiles" in data()
+    train = engine_for(getattr(work, "engine", None), "training")
+    capped = power_fraction(card(work, own_peak=True), getattr(work, "power_cap", None))
+    tiled = "attention_tiles" in data()
     basis = _x(data()["attention_tiles"]["train_basis"]) if tiled else 1
     factor = train_factor(_x(train["train_factor"]) * basis, d,
                           Fraction(bf16_peak or peak) / bandwidth if bandwidth else None)
@@ -450,8 +444,7 @@ def expected(parts: dict, work, peak: int, bandwidth: int, route: dict, floor: d
     # the engines' train_factor, read against the dense rectangle's FLOPs, on the kernel's tile work; its time
     # beyond the GEMMs on the card's bf16 peak over its bandwidth (the compute dtype's peak where no bf16 peak is known)
     # (d: where the model states a width; bf16_peak: None where no card's bf16 peak is known, the compute dtype's)
-    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth, train=train, capped=capped,
-                         tiled=tiled)
+    factor = step_factor(work, parts.get("d"), parts["bf16_peak"], peak, bandwidth)
     # the attention core (all its FLOPs leave the GEMMs' terms) on its kernel's tiles at its forward and backward
     # rates, recomputed forwards at the forward rate (attention_training); eager stacks: the rectangle, as GEMMs
     removed = (Fraction(parts["training_core_flops"])

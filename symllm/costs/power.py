@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 from symllm.costs.figures import data, fraction as _x
 
 __all__ = ["power_fraction"]
 
 
+@lru_cache(maxsize=256)  # a card's name and a number: what each expected time and plan row asks again
 def power_fraction(card: str | None, limit_w=None) -> Fraction:
     """The fraction of its rated speed a compute-bound kernel (a GEMM, the attention core) holds on ``card``
     (a catalogue name) run at a board power limit below the one its peaks are rated at: ``limit_w``, else

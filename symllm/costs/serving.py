@@ -327,6 +327,16 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     ...
     symllm.errors.SymllmError: serve: give the GPU (--gpu NAME, or --gpu-memory, -bandwidth and -flops)
     """
+    return _check(config, work, gpu_memory_utilization=gpu_memory_utilization,
+                  max_num_batched_tokens=max_num_batched_tokens, block_size=block_size, non_torch=non_torch,
+                  kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs, indexer_kv_dtype=indexer_kv_dtype,
+                  **options)[:3]
+
+
+def _check(config, work=None, *, gpu_memory_utilization, max_num_batched_tokens, block_size, non_torch,
+           kv_cache_bytes, max_num_seqs, indexer_kv_dtype, **options) -> tuple:
+    """:func:`check`, returning ``(work, gpu, cfg, kv_rule)``: the engine's KV-memory rule :func:`check_options`
+    resolved too (llama.cpp's micro-batch options in it), which :func:`capacity` reads rather than resolving again."""
     from symllm.costs import accelerators
     from symllm.costs.workloads import Workload
     work = Workload.of(work, **options)
@@ -348,7 +358,7 @@ def check(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_util
     from symllm.costs.checks import check_config  # count's refusals of the workload, from the config's numbers
     from symllm.costs.workloads import with_stated
     check_config(cfg, with_stated(work, cfg))
-    return work, gpu, cfg
+    return work, gpu, cfg, kv_rule
 
 
 def _whole_model_cache(cfg) -> str | None:
@@ -428,15 +438,14 @@ def capacity(config, work=None, *, gpu_memory_utilization=DEFAULTS["gpu_memory_u
     >>> r["kv_bytes_per_token"], r["fits"]
     (40960, True)
     """
-    work, gpu, cfg = check(config, work, gpu_memory_utilization=gpu_memory_utilization,
-                           max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
-                           non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
-                           indexer_kv_dtype=indexer_kv_dtype, **options)
+    # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa (the workload's) resolved in it
+    work, gpu, cfg, kv_rule = _check(config, work, gpu_memory_utilization=gpu_memory_utilization,
+                                     max_num_batched_tokens=max_num_batched_tokens, block_size=block_size,
+                                     non_torch=non_torch, kv_cache_bytes=kv_cache_bytes, max_num_seqs=max_num_seqs,
+                                     indexer_kv_dtype=indexer_kv_dtype, **options)
     compressed = getattr(cfg, "hc_mult", None) is not None  # DeepSeek-V4: vLLM's own layout (deepseek_v4_blocks)
     from symllm.costs.figures import engine
     conventions = engine(work.engine, "inference")
-    # the engine's own memory rule (symllm.costs.engine_memory), llama.cpp's -ub and -fa (the workload's) resolved in it
-    kv_rule = rule_of(conventions, work.ubatch, work.flash_attn, work.kv_format)
     util = memory_fraction(kv_rule, gpu_memory_utilization, gpu, work.tp)  # None: a cache sized by the context
     if block_size is None:
         block_size = kv_rule.get("block_size", kv_rule.get("round_to", 1) if util is None else BLOCK_SIZE)

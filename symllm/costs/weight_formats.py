@@ -89,14 +89,14 @@ def route(fmt: str | None, engine: str | None, sm: str | None) -> str | None:
 
 
 def _route_of(work) -> tuple:
-    """``(format, path)``: a workload's weight format as :func:`symllm.costs.formats.check_format` spells it and
-    :func:`route` of it, its engine and its card (no format or no card: None)."""
-    if not isinstance(work.weight_format, str) or work.weight_format.strip().casefold() not in UNPACKED:
-        return work.weight_format, None  # (no format, or one no engine declares: nothing to look up)
+    """``(card, path)``: a workload's accelerator (:func:`symllm.costs.accelerators.of`) and :func:`route` of its
+    weight format (stored as :func:`symllm.costs.formats.check_format` spells it), its engine and that card (no
+    format, one no engine declares, or no card: None)."""
+    if work.weight_format not in UNPACKED:
+        return None, None  # (nothing to look up)
     from symllm.costs import accelerators
-    from symllm.costs.formats import check_format
-    fmt, card = check_format(work.weight_format), accelerators.of(work)
-    return fmt, None if card is None else route(fmt, work.engine, card.sm)
+    card = accelerators.of(work)
+    return card, None if card is None else route(work.weight_format, work.engine, card.sm)
 
 
 def matmul_dtype(work) -> str:
@@ -111,9 +111,9 @@ def matmul_dtype(work) -> str:
     'fp8'
     """
     from symllm.costs import accelerators
-    fmt, way = _route_of(work)
-    if way == "gemm" and getattr(accelerators.of(work), GEMM_DTYPE[fmt]) is not None:
-        return GEMM_DTYPE[fmt]
+    card, way = _route_of(work)
+    if way == "gemm" and getattr(card, GEMM_DTYPE[work.weight_format]) is not None:
+        return GEMM_DTYPE[work.weight_format]
     if way == "weight_only":
         return work.act_dtype
     return accelerators.compute_dtype(work.dtype, work.act_dtype)
@@ -128,8 +128,8 @@ def stream_dtype(work) -> str:
     >>> stream_dtype(h100), stream_dtype(b200)
     ('int4', 'bf16')
     """
-    fmt, way = _route_of(work)
-    return UNPACKED[fmt] if way == "weight_only" else work.dtype
+    _, way = _route_of(work)
+    return UNPACKED[work.weight_format] if way == "weight_only" else work.dtype
 
 
 def _stated(f) -> tuple:

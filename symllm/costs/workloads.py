@@ -337,6 +337,9 @@ class Workload:
                 raise SymllmError("power_cap: --gpu-flops gives the peak the card runs at; give one or the other")
         if isinstance(self.gpu, str):  # any spelling of one card (accelerators.gpu): its catalogue name
             put("gpu", accelerators.gpu(self.gpu).name)
+        if self.weight_format is not None:  # before matmul_dtype below: weight_formats reads the one spelling
+            from symllm.costs.formats import check_format
+            put("weight_format", check_format(self.weight_format))  # any case, gguf: prefix: the one spelling
         accelerator = accelerators.of(self)  # a known name (or figures) with a peak for the matmuls' dtype
         if accelerator is not None:  # an Apple GPU's engines: llama.cpp by default, vLLM refused (no Metal backend)
             if self.engine is None and accelerator.backend is not None:  # derived: another card derives it again
@@ -355,9 +358,6 @@ class Workload:
                                        or not 0 <= self.price < math.inf):  # inf: a cost of no number
             raise SymllmError(f"price: expected a non-negative number, got {self.price!r}")
         check_stack(self.stack)
-        if self.weight_format is not None:
-            from symllm.costs.formats import check_format
-            put("weight_format", check_format(self.weight_format))  # any case, gguf: prefix: the one spelling
         if self.kv_format is not None:
             if isinstance(self.kv_format, str):  # any case: Q8_0 is llama.cpp's q8_0
                 put("kv_format", self.kv_format.strip().casefold())

@@ -339,7 +339,7 @@ def _expressions(comp: Component, quantity: str, work: Workload, options: dict):
         if comp.name != "model":
             raise SymllmError(f"component: comm is the whole model's, not {comp.name!r}")
         # an engine's own EP layout, or its experts over tp x dp: no training step to send in
-        unanswered = expert_layout.serves_only(work, S.n_e in bare.total("params").free_symbols)
+        unanswered = expert_layout.serves_only(work, parallel.has_experts(bare))
         if unanswered:
             raise SymllmError(f"quantity: comm; {unanswered}")
         checks.check(bare, work)

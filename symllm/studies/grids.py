@@ -105,7 +105,7 @@ def _quantity_form(name: str, mdl, work: Workload) -> sp.Expr:
         if name in PARALLEL:
             group, key = PARALLEL[name]
             # an engine's own EP layout, or its experts over tp x dp: no training figure per GPU
-            unanswered = expert_layout.serves_only(work, S.n_e in mdl.total("params").free_symbols)
+            unanswered = expert_layout.serves_only(work, parallel.has_experts(mdl))
             if unanswered and (group == "comm" or key in TRAINING_MEMORY):
                 raise SymllmError(f"quantity: {name}; {unanswered}")
             out = costs.quantities(mdl, work)[group]

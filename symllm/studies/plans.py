@@ -490,6 +490,10 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     rows = [{**dict(zip(names, layouts[i])), "gpus": gpus, "peak": _int(peaks[i]), **dict(zip(figure_names, f))}
             for i, f in zip(kept.tolist(), zip(*(v.tolist() for v in figures.values())))]
     floor = dict(zip(map(id, rows), low[kept].tolist()))  # each row's floor, by the row (sorted next)
+    # a row whose experts its engine spreads over tp x dp (no engine named: the serving engine's, as its KV cache and
+    # peak read them) is timed as that engine lays it out, by the row as its floor
+    spread = ({id(r) for r, e in zip(rows, experts[kept].tolist()) if e == "tp_x_dp"}
+              if not training and not work.engine else set())
     out.fit, key, batches = len(rows), {}, {}  # each row's layout; a layout's batches (training: micro-batches)
     for r in rows:
         key[id(r)] = at = ranks.layout_of(r, training)
@@ -497,15 +501,11 @@ def plan(config, gpus: int, gpu: str | None = None, work: Workload | None = None
     rows.sort(key=(lambda r: (r["step_s"], r["peak"], r["tp"] * r["pp"], r["zero"], r["recompute"])) if training
               else (lambda r: (-r["tokens_per_s"], r["tp"] * r["pp"], r["batch"])))
     decoded = work if training else served_by.decode_point(work)  # by the expected time where it exists (ranks)
-    # a row whose experts its engine spreads over tp x dp (no engine named: the serving engine's, as its KV cache and
-    # peak read them) is timed as that engine lays it out
-    spread = {at for at, e in zip(zip(*(cols[k].tolist() for k in ranks.LAYOUT[False])), experts.tolist())
-              if e == "tp_x_dp"} if not training and not work.engine else set()
     served_as = decoded.replace(engine=out.engine) if spread else decoded
     if not training:  # a replica's best batch, the largest it holds (its tokens/s rise with it: ranks.LAYOUT)
         rows = ranks.rank(rows, training, None, best=0, layout=lambda r: key[id(r)])
     rows = ranks.rank(rows, training, lambda r: ranks.expected(
-        spc, served_as if key[id(r)] in spread else decoded, r, training, workload_at),
+        spc, served_as if id(r) in spread else decoded, r, training, workload_at),
         floor=lambda r: floor[id(r)], layout=lambda r: key[id(r)])
     for r in rows:
         r["batches"] = [min(batches[key[id(r)]]), max(batches[key[id(r)]])]
