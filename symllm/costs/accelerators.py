@@ -47,7 +47,7 @@ from symllm.validate import choice, positive_number, short, with_list
 S = module("symllm.arch.symbols")  # SymPy's symbols, on first use: a workload reads the table without them
 
 __all__ = ["GPU", "GPUS", "Network", "NETWORKS", "GiB", "gpu", "names", "network", "custom", "of", "compute_dtype",
-           "peak_flops", "values", "parse_gpus"]
+           "peak_flops", "values", "parse_gpus", "sm_needed"]
 
 #: bytes in a GiB: what a vendor's memory "GB" means (DRAM stacks are binary-sized)
 GiB = 2 ** 30
@@ -401,6 +401,18 @@ def of(work) -> GPU:
     if all(v is None for v in extra.values()):
         return gpu(work.gpu)
     return custom(work.gpu, **extra)
+
+
+def sm_needed(gpu: str, sm, needs) -> tuple[str, str]:
+    """What a refusal of a format on the card ``gpu`` (compute capability ``sm``; None: none known) says of it, and
+    the capabilities ``needs`` (in order) it would take, as one phrase each.
+
+    >>> sm_needed("h100-sxm", "9.0", ["10.0", "12.0"]), sm_needed("mi300x", None, [10])
+    (('is sm 9.0', '10.0 or 12.0'), ('is not a CUDA card', '10'))
+    """
+    card = f"is sm {sm}" if sm else "has no known sm" if gpu == "custom" else "is not a CUDA card"
+    needs = [str(n) for n in needs]
+    return card, ", ".join(needs[:-1]) + " or " + needs[-1] if len(needs) > 1 else needs[0]
 
 
 def compute_dtype(dtype: str = "bf16", act_dtype: str | None = None) -> str:

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from symllm.arch.layers import LAYOUT_ENGINES, layout_engine
+from symllm.costs import weight_formats  # (the weight formats each engine runs: efficiency.json, read on first use)
 from symllm.errors import SymllmError
 from symllm.validate import ROOM, fitting, listed
 
@@ -280,18 +281,11 @@ def _kv_card_line(f) -> str:
     fit = [e for e in holders if not _kv_no_mla(e, value, f)]
     if not fit:
         return f"{start}: its MLA backends hold none ({f['name']} is MLA)"
-    needs = sorted({m for e in fit for m in _kv_majors(e, value, f)})
-    needs = ", ".join(map(str, needs[:-1])) + " or " + str(needs[-1]) if len(needs) > 1 else str(needs[0])
+    from symllm.costs.accelerators import sm_needed
+    card, needs = sm_needed(f["gpu"], f.get("gpu_sm"), sorted({m for e in fit for m in _kv_majors(e, value, f)}))
     width = f" at head width {f['head_dim']}" if any(str(f.get("head_dim")) in e["kv_format_sm"][value]
                                                       for e in fit) else ""
-    card = (f"is sm {f['gpu_sm']}" if f.get("gpu_sm") else "has no known sm" if f["gpu"] == "custom" else
-            "is not a CUDA card")
     return f"{start}: {f['gpu']} {card}; it needs sm {needs}{width}"
-
-
-def _weights():
-    from symllm.costs import weight_formats  # (the weight formats each engine runs: efficiency.json, on first use)
-    return weight_formats
 
 
 def _layer_split_ok(f):
@@ -328,8 +322,7 @@ CHECKS = (
     Check("kv_format", ("kv_format", "kv_dtype", "engine"), _kv_ok, _kv_line),
     Check("kv_format", ("kv_format", "kv_dtype", "engine", "gpu", "gpu_sm", "head_dim", "mla"), _kv_card_ok,
           _kv_card_line),
-    Check("weight_format", ("weight_format", "engine", "gpu", "gpu_sm"), lambda f: _weights().runs(f),
-          lambda f: _weights().refusal(f)),
+    Check("weight_format", ("weight_format", "engine", "gpu", "gpu_sm"), weight_formats.runs, weight_formats.refusal),
     Check("engine", ("tp", "engine", "hf_plan"), _hf_plan_ok,
           lambda f: f"engine: transformers has no tensor-parallel plan for {f['name']}: hf runs it at tp 1"),
     Check("expert_tp", ("engine", "expert_tp", "hf_experts"), _hf_experts_ok,

@@ -150,13 +150,13 @@ def refusal(f) -> str:
     >>> refusal({"weight_format": "nvfp4", "engine": "trtllm", "gpu": "h100-sxm", "gpu_sm": "9.0"})
     'weight_format: nvfp4 under trtllm: h100-sxm is sm 9.0; it needs sm 10.0 or 12.0'
     """
+    from symllm.costs import accelerators
     from symllm.validate import fitting
     fmt, engine, sm, gpu = _stated(f)
     holders = _holders(fmt, engine)
     under = f" under {engine}" if engine else ""
-    needs = sorted({s for _, paths in holders for way in paths.values() for s in way}, key=float)
-    needs = ", ".join(needs[:-1]) + " or " + needs[-1] if len(needs) > 1 else needs[0]
-    card = f"is sm {sm}" if sm else "has no known sm" if gpu == "custom" else "is not a CUDA card"
+    card, needs = accelerators.sm_needed(gpu, sm, sorted({s for _, paths in holders for way in paths.values()
+                                                          for s in way}, key=float))
     every = f" ({', '.join(n for n, _ in holders)})" if not engine else ""
     return fitting(f"weight_format: {fmt}{under}{every}: {gpu} {card}; it needs sm {needs}",
                    f"weight_format: {fmt}{under}: {gpu} {card}; needs sm {needs}",
