@@ -133,7 +133,8 @@ FORMATS = tuple(f for f in QUANTIZES if f != "gguf") + tuple(FILE_TYPES) + ("bf1
 GGUF_NAMES: dict[str, str]  # built on first use (it walks component trees: SymPy)
 #: the routed experts' GGUF tensors (gguf-py ``FFN_GATE_EXP`` ...): one 3-D tensor per layer, ``ne = (row, rows,
 #: n_e)``, as llama.cpp's converter merges them
-GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps"}
+GGUF_EXPERTS = {"gate": "ffn_gate_exps", "up": "ffn_up_exps", "down": "ffn_down_exps",
+                "gate_up": "ffn_gate_exps ffn_up_exps"}  # (gpt-oss's fused bias: stored as the two, _stored)
 
 _HIGH = BYTES["bf16"]  # bf16/fp16 bytes of a weight a format leaves alone
 
@@ -370,7 +371,7 @@ def _gguf_name(t: dict, post_attention: bool) -> str:
     leaf = t["path"].split("/")[-1]
     suffix = "bias" if leaf.endswith(".bias") else "weight"
     leaf = leaf.removesuffix(".bias")
-    own = GGUF_EXPERTS.get(leaf, leaf) if t.get("experts") else t["gguf"]  # a component's own (Rules.gguf)
+    own = GGUF_EXPERTS.get(leaf) if t.get("experts") else t["gguf"]  # a component's own (Rules.gguf)
     if not own:
         raise SymllmError(f"weight_format: GGUF has no name for {t['path']!r} (symllm names llama-like models, "
                           "MPT, Phi-3, DeepSeek-V2/V3, gpt-oss, Qwen2-MoE, Qwen3-Next, Qwen3.5 and Nemotron-H: "
@@ -387,15 +388,13 @@ def _stored(t: dict, stem: str, shape: list[int], values) -> list[tuple[str, lis
     Gated DeltaNet's ``A_log`` and ``dt_bias``: ``ssm_a`` and ``ssm_dt.bias``, one name each in ``Rules.gguf``,
     equal shares) and Qwen2-MoE's ``shared_expert_gate`` (``d -> 1``: ``ffn_gate_inp_shexp``, a vector of ``ne = (d,)``
     as llama.cpp's loader reads it, F32)."""
-    if stem == "gate_up.bias":
-        half = [shape[0] // 2, *shape[1:]]
-        return [("ffn_gate_exps.bias", half), ("ffn_up_exps.bias", list(half))]
     if stem == "attn_kv_b.weight":
         n_h, d_hn, d_hv, r_kv = (_int(x, values) for x in (S.n_h, S.d_hn, S.d_hv, S.r_kv))
         return [("attn_k_b.weight", [d_hn, r_kv, n_h]), ("attn_v_b.weight", [r_kv, d_hv, n_h])]
-    names = stem.removesuffix(".weight").split()
-    if len(names) > 1:
-        return [(n if n.endswith(".bias") else f"{n}.weight", [shape[0] // len(names)]) for n in names]
+    suffix = ".bias" if stem.endswith(".bias") else ".weight"
+    names = stem.removesuffix(suffix).split()
+    if len(names) > 1:  # one name each (Rules.gguf, GGUF_EXPERTS), equal shares of the rows
+        return [(n if n.endswith(".bias") else f"{n}{suffix}", [shape[0] // len(names), *shape[1:]]) for n in names]
     return [(stem, shape[:1] if stem == "ffn_gate_inp_shexp.weight" else shape)]
 
 
